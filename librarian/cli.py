@@ -1,0 +1,278 @@
+"""The command line: each command parses, calls one library function, prints.
+
+Errors are mapped to exit codes and the one-line ``librarian: error: …`` format in
+``main`` and nowhere else. Library modules are imported inside commands so that a command
+pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from .errors import LibrarianError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Keep an agent's skills and capabilities in a git repository, managed like packages.",
+)
+hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
+app.add_typer(hooks_app, name="hooks")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document.")]
+
+
+class State:
+    library: Path | None = None
+
+
+def _library() -> Any:
+    from .library import find_library
+
+    return find_library(State.library)
+
+
+def _emit(value: Any, as_json: bool, human: str | None = None) -> None:
+    from .render import json_text
+
+    if as_json:
+        typer.echo(json_text(value))
+    elif human is not None:
+        typer.echo(human)
+
+
+@app.callback()
+def _options(
+    library: Annotated[
+        Path | None,
+        typer.Option("--library", help="The library (default: $LIBRARIAN_LIBRARY, else the "
+                     "nearest parent holding library.yaml)."),
+    ] = None,
+) -> None:
+    State.library = library
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="Directory for the new library.")] = Path(),
+    name: Annotated[str | None, typer.Option("--name", help="Library name.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a new library from the template, with its first commit."""
+    from .create import init_library
+    from .render import receipt_text
+
+    receipt = init_library(path, name)
+    _emit(receipt, as_json, receipt_text(receipt))
+
+
+@app.command()
+def retain(
+    source: Annotated[Path, typer.Argument(help="A skill or recipe directory, or one .md file.")],
+    name: Annotated[str | None, typer.Option("--name", help="Assert the item's name.")] = None,
+    draft: Annotated[bool, typer.Option("--draft", help="Admit into drafts/.")] = False,
+    evidence: Annotated[str | None, typer.Option("--evidence", help="Why it is kept.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Admit a skill or recipe (create-only), as one commit."""
+    from .render import receipt_text
+    from .retention import retain as retain_item
+
+    receipt = retain_item(_library(), source, name=name, draft=draft, evidence=evidence)
+    _emit(receipt, as_json, receipt_text(receipt))
+
+
+@app.command()
+def inspect(
+    section: Annotated[str | None, typer.Argument(
+        help="skills, recipes, drafts, tools or sources.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read-only inventory with paths and diagnostics."""
+    from .inventory import inspect_library
+    from .render import inventory_text
+
+    inventory = inspect_library(_library(), section, verbose=verbose)
+    _emit(inventory, as_json, inventory_text(inventory, verbose))
+
+
+@app.command()
+def cat(name: str, as_json: JsonOpt = False) -> None:
+    """Print the item's body (SKILL.md or recipe.yaml) as committed."""
+    from .inventory import cat_item
+
+    body = cat_item(_library(), name)
+    if as_json:
+        _emit({"kind": "body", "name": name, "body": body.decode("utf-8", "replace")}, True)
+    else:
+        sys.stdout.write(body.decode("utf-8", "replace"))
+
+
+@app.command()
+def status(
+    check: Annotated[bool, typer.Option("--check", help="Exit 3 when not clean.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per item: clean, modified, missing, untracked; stale tools."""
+    from .render import status_text
+    from .status import library_status
+
+    report = library_status(_library())
+    _emit({"kind": "status", "clean": report.clean, **_fields(report)} if as_json else report,
+          as_json, status_text(report))
+    if check and not report.clean:
+        raise typer.Exit(3)
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    from .render import to_jsonable
+
+    result: dict[str, Any] = to_jsonable(value)
+    return result
+
+
+@app.command()
+def diff(name: Annotated[str | None, typer.Argument()] = None, as_json: JsonOpt = False) -> None:
+    """Unified diff of local edits against the committed content."""
+    from .diffing import diff_library
+
+    text = diff_library(_library(), name)
+    if as_json:
+        _emit({"kind": "diff", "name": name, "diff": text}, True)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def log(
+    name: Annotated[str | None, typer.Argument()] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retention events with their trailers, newest first."""
+    from .history import read_log
+    from .render import log_text
+
+    entries = read_log(_library(), name, limit)
+    _emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
+
+
+@app.command()
+def check(
+    staged: Annotated[bool, typer.Option("--staged", help="Check the git index.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate the whole library; exit 2 when anything is wrong."""
+    from .checking import check_library
+    from .render import check_text
+
+    report = check_library(_library(), staged=staged)
+    if as_json:
+        _emit({"kind": "check", "ok": report.ok, **_fields(report)}, True)
+    elif report.ok:
+        typer.echo(check_text(report))
+    else:
+        typer.echo(check_text(report), err=True)
+    if not report.ok:
+        if not as_json:
+            typer.echo(f"librarian: error: {len(report.problems)} problem(s) found", err=True)
+        raise typer.Exit(2)
+
+
+@app.command()
+def recover(as_json: JsonOpt = False) -> None:
+    """Finish or roll back an interrupted change."""
+    from .txn import mutation
+
+    library = _library()
+    from .txn import recover as recover_library
+
+    with mutation(library) as store:
+        outcome = recover_library(library, store)
+    message = outcome or "nothing to recover"
+    _emit({"kind": "recover", "outcome": message}, as_json, message)
+
+
+@hooks_app.command("install")
+def hooks_install(
+    force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
+) -> None:
+    """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
+    from .hooks import install_hooks
+
+    installed = install_hooks(_library(), force=force)
+    _emit({"kind": "hooks", "installed": installed}, as_json,
+          "installed " + ", ".join(installed))
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path | None, typer.Argument(help="Where to build the demo.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A guided tour on a throw-away library."""
+    from .demo import run_demo
+
+    steps = run_demo(directory)
+    if as_json:
+        _emit({"kind": "demo", "steps": steps}, True)
+        return
+    for step in steps:
+        typer.echo(f"\n== {step.title}\n$ {step.command}")
+        if step.output:
+            typer.echo(step.output.rstrip("\n"))
+
+
+def _fail(message: str, code: int, hint: str | None, as_json: bool) -> NoReturn:
+    if as_json:
+        from .render import json_text
+
+        document = {"kind": "error", "error": message, "exit_code": code, "hint": hint}
+        sys.stdout.write(json_text(document) + "\n")
+    sys.stderr.write(f"librarian: error: {message}\n")
+    if hint:
+        sys.stderr.write(f"librarian: hint: {hint}\n")
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: the single place where errors become exit codes."""
+    from .gitstore import strip_git_environment
+
+    strip_git_environment()
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    try:
+        result = app(args=args, prog_name="librarian", standalone_mode=False)
+    except LibrarianError as exc:
+        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.TyperException as exc:  # usage errors found while parsing
+        _fail(exc.format_message(), 2, "see `librarian --help`", as_json)
+    except typer.Abort:
+        _fail("aborted", 1, None, as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130, None, as_json)
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the one place a bug is turned into exit 1
+        if os.environ.get("LIBRARIAN_DEBUG"):
+            traceback.print_exc()
+        _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
+              "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
+              as_json)
+    return int(result) if isinstance(result, int) else 0
+
+
+def entry() -> None:
+    raise SystemExit(main())

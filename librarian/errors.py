@@ -1,0 +1,62 @@
+"""One exception root, one subclass per exit code (spec §3).
+
+The command line maps these to exit codes and the one-line ``librarian: error: …`` format
+in exactly one place (``librarian.cli``); the library raises them and never prints.
+"""
+
+from __future__ import annotations
+
+
+class LibrarianError(Exception):
+    """Root of every error librarian reports to a user."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LibrarianError):
+    """Bad input or usage: invalid name or manifest, unknown item, not a library, refused
+    content."""
+
+    exit_code = 2
+
+
+class ConflictError(LibrarianError):
+    """Name taken, local edits in the way, branch moved, lock held."""
+
+    exit_code = 3
+
+
+class TrustError(LibrarianError):
+    """Signature, digest, rollback or expiry failure."""
+
+    exit_code = 4
+
+
+class GateRefusal(LibrarianError):
+    """The execution gate refused to run something."""
+
+    exit_code = 5
+
+
+class ValidationError(UsageError):
+    """Content or a manifest failed validation; ``problems`` lists every finding."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problems: tuple[str, ...] = (),
+        hint: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, path=path)
+        self.problems = problems

@@ -1,0 +1,62 @@
+"""Retention events: commit messages with git trailers, and reading them back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+EVENTS = (
+    "init retain promote discard defer revise retire restore expose withdraw hide show "
+    "resident source-add source-remove update"
+).split()
+
+_TRAILER_RE = re.compile(r"^(Librarian-[A-Za-z-]+): ?(.*)$")
+
+
+@dataclass(frozen=True)
+class Event:
+    """A librarian commit's subject and trailers, in the order they were written."""
+
+    subject: str
+    trailers: tuple[tuple[str, str], ...]
+
+    def get(self, key: str) -> str | None:
+        for name, value in self.trailers:
+            if name == key:
+                return value
+        return None
+
+    @property
+    def kind(self) -> str | None:
+        return self.get("Librarian-Event")
+
+
+def _one_line(value: str) -> str:
+    # Trailer values are single lines; a newline would forge further trailers.
+    return " ".join(value.split())
+
+
+def format_message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
+    lines = [_one_line(subject), ""]
+    lines += [f"{key}: {_one_line(value)}" for key, value in trailers]
+    return "\n".join(lines) + "\n"
+
+
+def parse_message(message: str) -> Event | None:
+    """The event in a commit message, or None when it is not a librarian commit."""
+    lines = message.rstrip("\n").split("\n")
+    subject = lines[0] if lines else ""
+    block: list[tuple[str, str]] = []
+    # Trailers are the last paragraph (as `git interpret-trailers` reads them).
+    for line in reversed(lines[1:]):
+        if not line.strip():
+            break
+        match = _TRAILER_RE.match(line)
+        if match is None:
+            return None
+        block.append((match.group(1), match.group(2)))
+    block.reverse()
+    if not any(key == "Librarian-Event" for key, _ in block):
+        return None
+    return Event(subject, tuple(block))

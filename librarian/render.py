@@ -1,0 +1,90 @@
+"""Human and JSON renderings of what library functions return. No logic lives here."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any
+
+from .checking import CheckReport
+from .history import LogEntry
+from .inventory import Inventory
+from .receipts import Receipt
+from .status import StatusReport
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, Receipt):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def receipt_text(receipt: Receipt) -> str:
+    commit = f" in {receipt.commit[:12]}" if receipt.commit else ""
+    digest = f"\n  digest {receipt.digest}" if receipt.digest else ""
+    lines = [f"{receipt.kind.replace('_', ' ')} {receipt.name} -> {receipt.path}{commit}{digest}"]
+    lines += [f"  warning: {w}" for w in receipt.warnings]
+    for key in ("reason", "note"):
+        if receipt.details.get(key):
+            lines.append(f"  {key}: {receipt.details[key]}")
+    return "\n".join(lines)
+
+
+def status_text(report: StatusReport) -> str:
+    lines = [f"{s.status:<10} {s.path}" for s in report.items if s.status != "clean"]
+    lines += [f"{f.status:<10} {f.path}" for f in report.files if f.status != "clean"]
+    lines += [f"{'stale':<10} tool {t.name} ({t.reason})" for t in report.tools
+              if t.status == "stale"]
+    if not lines:
+        return f"clean: {len(report.items)} items, {len(report.tools)} tools"
+    return "\n".join(lines)
+
+
+def inventory_text(inventory: Inventory, verbose: bool) -> str:
+    lines = []
+    for info in inventory.items:
+        lines.append(f"{info.kind:<7} {info.state:<8} {info.name:<24} {info.path}")
+        if info.description:
+            lines.append(f"        {info.description}")
+        if verbose:
+            lines.append(f"        digest {info.digest}")
+            for f in info.files:
+                lines.append(f"        {f.bytes:>9}  {'x' if f.executable else '-'}  {f.path}")
+            if info.last_event:
+                lines.append(f"        last event: {info.last_event['subject']}")
+            for key, value in info.details.items():
+                lines.append(f"        {key}: {value}")
+        lines += [f"        problem: {d}" for d in info.diagnostics]
+    for tool in inventory.tools:
+        lines.append(f"tool    {tool['name']:<33} {tool['recipe']}")
+    for source in inventory.sources:
+        lines.append(f"source  {source['name']:<33} {source['url']} ({source['ref']})")
+    return "\n".join(lines) if lines else "(empty)"
+
+
+def log_text(entries: list[LogEntry]) -> str:
+    out = []
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.time))
+        out.append(f"{entry.commit[:12]} {when} {entry.subject}")
+        out += [f"    {k}: {v}" for k, v in entry.trailers]
+    return "\n".join(out) if out else "(no retention events)"
+
+
+def check_text(report: CheckReport) -> str:
+    if report.ok:
+        return f"ok: {report.items} items in the {report.scope} pass every check"
+    return "\n".join(report.problems)

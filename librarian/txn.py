@@ -1,0 +1,298 @@
+"""The one way the library changes: a journaled transaction ending in one commit.
+
+Order of work, chosen so that a crash at any instant leaves the library recoverable:
+
+1. write the new objects and the commit into the object store (unreferenced until step 4);
+2. write the new work-tree content into ``.git/librarian/stage/<tx>/`` (fsynced);
+3. write the journal (base commit, new commit, paths);
+4. move the branch base -> new by compare-and-swap (a moved branch: exit 3, nothing done);
+5. swap each path: old content to ``trash/<tx>/``, staged content into place (renames);
+6. splice the changed entries into the git index, so plain ``git status`` stays clean;
+7. delete the journal, then the stage and trash.
+
+``recover`` finishes a transaction whose branch moved (roll forward from stage or objects)
+and discards one whose branch did not (the work tree was not touched before step 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
+from .errors import ConflictError, UsageError
+from .events import format_message
+from .fsutil import atomic_write, fsync_dir, write_file_durably
+from .gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
+from .gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from .library import Library
+from .lock import library_lock
+from .model import ItemFile
+from .worktree import NotRegularFile, hash_work_dir, iter_work_files, write_files
+
+
+@dataclass(frozen=True)
+class DirChange:
+    """Set a directory to ``files``; ``None`` removes it."""
+
+    path: str
+    files: tuple[ItemFile, ...] | None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """Set a top-level file such as tools.yaml to ``data``; ``None`` removes it."""
+
+    path: str
+    data: bytes | None
+
+
+Change = DirChange | FileChange
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    commit: str  # hex id of the new commit
+    base: str | None
+
+
+def crash_point(name: str) -> None:
+    """Fault injection for the recovery tests: ``LIBRARIAN_CRASH_AT=<name>`` kills the
+    process here with SIGKILL, exactly as an outside kill would."""
+    if os.environ.get("LIBRARIAN_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def mutation(library: Library) -> Iterator[GitStore]:
+    """Hold the library lock, finish any interrupted transaction, yield the store."""
+    with library_lock(library.lock_path), library.store() as store:
+        recover(library, store)
+        yield store
+
+
+def _committed_entry(store: GitStore, base_tree: ObjectId | None, path: str) -> TreeEntry | None:
+    return store.lookup(base_tree, path)
+
+
+def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | None,
+                     change: Change) -> None:
+    """The work tree at ``change.path`` must hold what ``base_tree`` holds there, so the
+    change cannot clobber a local edit (or an untracked directory)."""
+    target = library.path_of(change.path)
+    committed = _committed_entry(store, base_tree, change.path)
+    exists = target.exists() or target.is_symlink()
+    if committed is None:
+        if exists:
+            raise ConflictError(
+                f"{change.path} already exists in the work tree but is not committed",
+                hint="move it away (or retain it) first",
+                path=str(target),
+            )
+        return
+    if not exists:
+        raise ConflictError(
+            f"{change.path} is missing from the work tree",
+            hint="run `librarian status`; restore it with `git checkout -- " + change.path + "`",
+        )
+    if isinstance(change, FileChange):
+        current = blob_sha1(target.read_bytes()) if target.is_file() else b""
+        same = current == committed.sha
+    else:
+        try:
+            work = hash_work_dir(target) if target.is_dir() else None
+        except NotRegularFile:
+            work = None
+        same = work is not None and work.tree_sha1 == committed.sha
+    if not same:
+        raise ConflictError(
+            f"{change.path} has local edits that this command would overwrite",
+            hint="see `librarian diff`; commit or revert them first",
+            path=str(target),
+        )
+
+
+def commit_changes(
+    library: Library,
+    store: GitStore,
+    *,
+    base: ObjectId | None,
+    subject: str,
+    trailers: Sequence[tuple[str, str]],
+    changes: Sequence[Change],
+    allow_empty: bool = False,
+    overwrite_local: bool = False,
+) -> CommitResult:
+    """Make exactly one commit applying ``changes`` on top of ``base`` (see module doc)."""
+    base_tree = store.commit(base).tree if base is not None else None
+    if not overwrite_local:
+        for change in changes:
+            check_unmodified(library, store, base_tree, change)
+    new_tree = base_tree
+    for change in changes:
+        entry: TreeEntry | None
+        if isinstance(change, DirChange):
+            entry = (
+                TreeEntry(MODE_TREE, store.files_tree(change.files)) if change.files else None
+            )
+        else:
+            entry = None if change.data is None else TreeEntry(MODE_FILE, store.blob(change.data))
+        new_tree = store.with_path(new_tree, change.path, entry)
+    assert new_tree is not None
+    if new_tree == base_tree and not allow_empty:
+        raise UsageError("nothing to change: the library already holds exactly this content")
+    new = store.make_commit(new_tree, [base] if base else [], format_message(subject, trailers))
+    store.flush(new)
+    crash_point("after-objects")
+
+    tx = uuid.uuid4().hex[:12]
+    stage = library.stage_dir / tx
+    try:
+        _stage_changes(stage, changes)
+        journal = {
+            "tx": tx,
+            "branch": store.branch().decode(),
+            "base": base.decode() if base else None,
+            "new": new.decode(),
+            "paths": [c.path for c in changes],
+        }
+        atomic_write(library.journal_path, json.dumps(journal, indent=1).encode())
+        crash_point("after-journal")
+        store.move_branch(base, new, message=subject.encode())
+    except BaseException:
+        _discard(library, tx)
+        raise
+    crash_point("after-cas")
+    _swap_in(library, store, tx, [c.path for c in changes], new_tree)
+    crash_point("after-swap")
+    _discard(library, tx)
+    return CommitResult(new.decode(), base.decode() if base else None)
+
+
+def _stage_changes(stage: Path, changes: Sequence[Change]) -> None:
+    stage.mkdir(parents=True)
+    for number, change in enumerate(changes):
+        slot = stage / str(number)
+        if isinstance(change, DirChange) and change.files:
+            write_files(slot, change.files)
+        elif isinstance(change, FileChange) and change.data is not None:
+            write_file_durably(slot, change.data)
+    fsync_dir(stage)
+
+
+def _swap_in(
+    library: Library, store: GitStore, tx: str, paths: Sequence[str], new_tree: ObjectId
+) -> None:
+    """Steps 5 and 6; also the roll-forward of ``recover`` (idempotent)."""
+    stage, trash = library.stage_dir / tx, library.trash_dir / tx
+    for number, path in enumerate(paths):
+        target, slot = library.path_of(path), stage / str(number)
+        desired = store.lookup(new_tree, path)
+        if slot.exists() or slot.is_symlink() or desired is None:
+            if target.exists() or target.is_symlink():
+                trash.mkdir(parents=True, exist_ok=True)
+                target.rename(trash / str(number))
+            if desired is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                slot.rename(target)
+            fsync_dir(target.parent)
+        elif not (target.exists()):
+            # Roll-forward after the stage was lost: rebuild from the object store.
+            _materialize(store, desired, target)
+    _update_index(library, store, paths, new_tree)
+
+
+def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if entry.mode == MODE_TREE:
+        write_files(target, store.read_files(entry.sha))
+    else:
+        data = store.read_blob(entry.sha)
+        write_file_durably(target, data, executable=entry.mode == MODE_EXECUTABLE)
+    fsync_dir(target.parent)
+
+
+def _update_index(
+    library: Library, store: GitStore, paths: Sequence[str], new_tree: ObjectId
+) -> None:
+    entries: list[IndexEntry] = []
+    for path in paths:
+        desired = store.lookup(new_tree, path)
+        if desired is None:
+            continue
+        target = library.path_of(path)
+        if desired.mode == MODE_TREE:
+            committed = dict(store.walk(desired.sha, path + "/"))
+            for work in iter_work_files(target, path + "/"):
+                entry = committed[work.path]
+                entries.append(IndexEntry(work.path, bytes.fromhex(entry.sha.decode()),
+                                          entry.mode, work.stat))
+        else:
+            entries.append(IndexEntry(path, bytes.fromhex(desired.sha.decode()), desired.mode,
+                                      target.lstat()))
+    try:
+        splice_index(library.index_path, remove_prefixes=list(paths), add=entries)
+    except IndexLockedError:
+        raise ConflictError(
+            "the git index is locked (.git/index.lock exists)",
+            hint="another git command is running; if none is, remove .git/index.lock and "
+            "run `librarian recover`",
+        ) from None
+    except IndexFormatError as exc:
+        raise UsageError(f"cannot update the git index: {exc}") from None
+
+
+def _discard(library: Library, tx: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        library.journal_path.unlink()
+        fsync_dir(library.state_dir)
+    shutil.rmtree(library.stage_dir / tx, ignore_errors=True)
+    shutil.rmtree(library.trash_dir / tx, ignore_errors=True)
+
+
+def recover(library: Library, store: GitStore) -> str | None:
+    """Finish or roll back an interrupted transaction. Returns what was done, or None."""
+    try:
+        journal = json.loads(library.journal_path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        # A torn journal cannot exist (atomic_write); treat garbage as nothing to do.
+        library.journal_path.unlink()
+        return None
+    tx, new = str(journal["tx"]), str(journal["new"]).encode()
+    head = store.ref(str(journal["branch"]).encode())
+    if head is not None and _reaches(store, head, new):
+        _swap_in(library, store, tx, list(journal["paths"]), store.commit(new).tree)
+        outcome = f"finished the interrupted change {new.decode()[:12]}"
+    else:
+        outcome = "rolled back an interrupted change (nothing had been committed)"
+    _discard(library, tx)
+    return outcome
+
+
+def _reaches(store: GitStore, head: ObjectId, target: ObjectId, limit: int = 64) -> bool:
+    for count, info in enumerate(store.walk_log(head)):
+        if info.id == target:
+            return True
+        if count >= limit:
+            break
+    return False
+
+
+__all__ = [
+    "Change",
+    "CommitResult",
+    "DirChange",
+    "FileChange",
+    "commit_changes",
+    "mutation",
+    "recover",
+]

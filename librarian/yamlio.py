@@ -26,7 +26,8 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
             raise UsageError(f"{what} is not valid UTF-8: {exc}", path=what) from None
     try:
         return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).
         detail = " ".join(str(exc).split())
         raise UsageError(f"{what} is not valid YAML: {detail}", path=what) from None
 

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from librarian.secretscan import SCAN_BYTES, secret_problem
+
+# Fixtures are assembled at run time so this file itself never looks like it holds secrets.
+BEGIN, END = "-----BEGIN ", "-----END "
+KEY_DATA = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n" * 3
+
+
+def pem(label: str, headers: str = "") -> bytes:
+    return f"{BEGIN}{label}-----\n{headers}{KEY_DATA}{END}{label}-----\n".encode()
+
+
+def github(prefix: str) -> str:
+    return prefix + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".env", "sub/.env", ".env.local", "a/.env.production", ".ENV"],
+)
+def test_env_files(path: str) -> None:
+    assert secret_problem(path, b"A=1\n") == ".env file"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".env.example", "x/.env.sample", ".env.template", "env.md", ".envrc", "my.env.txt", "x.env"],
+)
+def test_env_lookalikes_pass(path: str) -> None:
+    assert secret_problem(path, b"A=1\n") is None
+
+
+@pytest.mark.parametrize("path", ["id_rsa", "keys/id_ed25519", "id_ecdsa", "id_dsa"])
+def test_ssh_key_file_names(path: str) -> None:
+    assert secret_problem(path, b"") == "SSH private key file name"
+
+
+def test_public_keys_pass() -> None:
+    assert secret_problem("id_rsa.pub", b"ssh-rsa AAAAB3NzaC1yc2E me@host\n") is None
+    assert secret_problem("cert.pem", pem("CERTIFICATE")) is None
+    assert secret_problem("pub.pem", pem("PUBLIC KEY")) is None
+
+
+@pytest.mark.parametrize(
+    ("label", "headers"),
+    [
+        ("RSA PRIVATE KEY", ""),
+        ("PRIVATE KEY", ""),
+        ("EC PRIVATE KEY", ""),
+        ("DSA PRIVATE KEY", ""),
+        ("OPENSSH PRIVATE KEY", ""),
+        ("ENCRYPTED PRIVATE KEY", ""),
+        ("RSA PRIVATE KEY", "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n"),
+        ("PGP PRIVATE KEY BLOCK", "Version: GnuPG v2\n\n"),
+    ],
+)
+def test_private_key_blocks(label: str, headers: str) -> None:
+    data = b"some text\n" + pem(label, headers)
+    assert secret_problem("notes/key.txt", data) == "private key block"
+    assert secret_problem("k", data.replace(b"\n", b"\r\n")) == "private key block"
+
+
+def test_private_key_escaped_in_json() -> None:
+    key = f"{BEGIN}PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n{END}PRIVATE KEY-----\\n"
+    data = ('{"type": "service_account", "private_key": "' + key + '"}').encode()
+    assert secret_problem("sa.json", data) == "private key block"
+
+
+def test_docs_that_mention_key_headers_pass() -> None:
+    doc = f"The file starts with `{BEGIN}OPENSSH PRIVATE KEY-----` and ends ...\n".encode()
+    assert secret_problem("SKILL.md", doc) is None
+    example = f"```\n{BEGIN}RSA PRIVATE KEY-----\n...\n{END}RSA PRIVATE KEY-----\n```\n"
+    assert secret_problem("README.md", example.encode()) is None
+    # ... but a .pem or .key file holding the header is a key file whatever follows.
+    assert secret_problem("server.key", example.encode()) == "private key file"
+    assert secret_problem("a/b.PEM", example.encode()) == "private key file"
+
+
+@pytest.mark.parametrize("prefix", ["AKIA", "ASIA"])
+def test_aws_access_key_ids(prefix: str) -> None:
+    key = prefix + "Z7Q2M4N6P8R3T5V9"
+    assert secret_problem("config.py", f'key = "{key}"\n'.encode()) == "AWS access key id"
+    assert secret_problem("x", f"X{key}".encode()) is None  # inside a longer word
+    assert secret_problem("x", f"{key}X".encode()) is None
+
+
+def test_aws_documentation_key_passes() -> None:
+    assert secret_problem("doc.md", b"aws_access_key_id = AKIA" + b"IOSFODNN7EXAMPLE\n") is None
+
+
+@pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghs_", "ghu_", "ghr_"])
+def test_github_tokens(prefix: str) -> None:
+    assert secret_problem("x.sh", f"export T={github(prefix)}\n".encode()) == "GitHub token"
+
+
+def test_github_fine_grained_token() -> None:
+    token = "github_pat_" + "11ABCDEFG0aBcDeFgHiJkL_" + "mNoPqRsTuVwXyZ0123456789abcdefghij"
+    assert secret_problem("x", token.encode()) == "GitHub token"
+
+
+def test_token_placeholders_pass() -> None:
+    assert secret_problem("x.md", ("ghp_" + "x" * 36).encode()) is None
+    assert secret_problem("x.md", b"Set SLACK_TOKEN=xoxb-your-token-here") is None
+    assert secret_problem("x.md", b"ghp_ is the prefix of a classic token") is None
+
+
+def test_slack_and_google() -> None:
+    slack = "xoxb-" + "2934857201-4958372615-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7"
+    assert secret_problem("x", slack.encode()) == "Slack token"
+    google = "AIza" + "SyB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
+    assert len(google) == 39
+    assert secret_problem("x", f"key={google}&q=1".encode()) == "Google API key"
+    assert secret_problem("x", f"key={google}A".encode()) is None  # too long to be one
+
+
+def test_ordinary_docs_pass() -> None:
+    doc = (
+        b"# Auth\nPass the token in the Authorization header. Never commit a password,\n"
+        b"an API key or a private key. Use `gh auth token` or $GITHUB_TOKEN.\n"
+        b"AKIA keys are AWS access keys; see -----BEGIN blocks in PEM files.\n"
+    )
+    assert secret_problem("SKILL.md", doc) is None
+
+
+def test_only_the_first_mib_is_scanned() -> None:
+    secret = ("\n" + github("ghp_") + "\n").encode()
+    assert secret_problem("big.txt", b"a" * (SCAN_BYTES - 100) + secret) == "GitHub token"
+    assert secret_problem("big.txt", b"a" * SCAN_BYTES + secret) is None
+
+
+def test_binary_data_and_speed() -> None:
+    data = os.urandom(SCAN_BYTES)
+    started = time.perf_counter()
+    secret_problem("blob.bin", data)
+    secret_problem("text.md", b"The quick brown fox -- gh AKIA xo Ai\n" * 30000)
+    assert time.perf_counter() - started < 2.0
+    assert secret_problem("img.png", b"\x89PNG\r\n" + pem("RSA PRIVATE KEY")) == (
+        "private key block"
+    )
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.text(max_size=40), st.binary(max_size=2000))
+def test_never_raises(path: str, data: bytes) -> None:
+    result = secret_problem(path, data)
+    assert result is None or isinstance(result, str)

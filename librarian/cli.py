@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 
 from .errors import LibrarianError
@@ -255,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         result = app(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
         _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json)
-    except typer.Exit as exc:
+    except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except typer.TyperException as exc:  # usage errors found while parsing
+    except click.ClickException as exc:  # usage errors found while parsing
         _fail(exc.format_message(), 2, "see `librarian --help`", as_json)
-    except typer.Abort:
+    except click.exceptions.Abort:
         _fail("aborted", 1, None, as_json)
     except KeyboardInterrupt:
         _fail("interrupted", 130, None, as_json)

@@ -60,6 +60,7 @@ class GitStore:
             raise UsageError(f"{root} is not a git repository: {exc}") from None
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
+        self._trees: dict[ObjectId, Tree] = {}
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
@@ -173,10 +174,14 @@ class GitStore:
         for part in path.split("/") if path else ():
             if not stat.S_ISDIR(entry.mode):
                 return None
-            found = self.tree_items(entry.sha).get(part)
-            if found is None:
+            obj = self._get(entry.sha)
+            if not isinstance(obj, Tree):
                 return None
-            entry = found
+            name = part.encode("utf-8", "surrogateescape")
+            if name not in obj:
+                return None
+            mode, sha = obj[name]
+            entry = TreeEntry(mode, bytes(sha))
         return entry
 
     def read_blob(self, sha: ObjectId) -> bytes:
@@ -220,7 +225,16 @@ class GitStore:
 
     def _get(self, sha: ObjectId) -> ShaFile:
         pending = self._pending.get(sha)
-        return pending if pending is not None else self._repo[ObjectID(sha)]
+        if pending is not None:
+            return pending
+        cached = self._trees.get(sha)
+        if cached is not None:
+            return cached
+        obj = self._repo[ObjectID(sha)]
+        if isinstance(obj, Tree):
+            # A 10,000-entry tree costs ~8 ms to parse; one command looks into it often.
+            self._trees[sha] = obj
+        return obj
 
     def flush(self, tip: ObjectId) -> None:
         """Write the staged objects reachable from ``tip`` (intermediate trees of a

@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .checking import CheckReport
-from .history import LogEntry
-from .inventory import Inventory
 from .receipts import Receipt
-from .status import StatusReport
+
+if TYPE_CHECKING:  # rendering must not import what the command did not use
+    from .checking import CheckReport
+    from .history import LogEntry
+    from .inventory import Inventory
+    from .status import StatusReport
 
 
 def to_jsonable(value: Any) -> Any:

@@ -69,6 +69,7 @@ class StatusReport:
 
 
 def _work_dirs(library: Library, directory: str) -> set[str]:
+    """Library paths of the directories under ``directory`` (one scandir, no stat)."""
     try:
         with os.scandir(library.root / directory) as entries:
             return {
@@ -76,6 +77,11 @@ def _work_dirs(library: Library, directory: str) -> set[str]:
             }
     except (FileNotFoundError, NotADirectoryError):
         return set()
+
+
+def _exists(library: Library, path: str) -> bool:
+    target = library.path_of(path)
+    return target.exists() or target.is_symlink()
 
 
 def library_status(library: Library) -> StatusReport:
@@ -103,11 +109,14 @@ def _item_statuses(
     digests: DigestCache,
 ) -> Iterable[ItemStatus]:
     committed_paths = set()
+    present = {p for top in (*KIND_DIRS.values(), DRAFTS_DIR) for p in _work_dirs(library, top)}
+    root = str(library.root)
     for item in items:
         committed_paths.add(item.path)
-        directory = library.path_of(item.path)
+        is_dir = item.path in present or (
+            item.state == "managed" and library.path_of(item.path).is_dir())
         try:
-            work = work_cache.item_hash(item.path, directory) if directory.is_dir() else None
+            work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
         except SpecialFileError:
             work = None
         if work is not None and work.tree_sha1 == item.tree:
@@ -115,19 +124,18 @@ def _item_statuses(
             yield ItemStatus(item.name, item.kind, item.state, item.path, "clean",
                              work.digest, work.digest)
             continue
-        status: State = "missing" if not directory.exists() else "modified"
+        status: State = "modified" if _exists(library, item.path) else "missing"
         committed = _committed_digest(store, digests, item.tree)
         yield ItemStatus(item.name, item.kind, item.state, item.path, status,
                          work.digest if work else None, committed)
-    for top_dir in (*KIND_DIRS.values(), DRAFTS_DIR):
-        for path in sorted(_work_dirs(library, top_dir) - committed_paths):
-            try:
-                work = work_cache.item_hash(path, library.path_of(path))
-            except SpecialFileError:
-                work = None
-            kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
-            yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",
-                             work.digest if work else None, None)
+    for path in sorted(present - committed_paths):
+        try:
+            work = work_cache.item_hash(path, f"{root}/{path}")
+        except SpecialFileError:
+            work = None
+        kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
+        yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",
+                         work.digest if work else None, None)
 
 
 def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> str | None:

@@ -1,8 +1,8 @@
-"""The command line: each command parses, calls one library function, prints.
+"""Commands of the foundation (init, retain, reading the library) and the entry point.
 
-Errors are mapped to exit codes and the one-line ``librarian: error: …`` format in
-``main`` and nowhere else. Library modules are imported inside commands so that a command
-pays only for what it uses.
+Each command parses, calls one library function, prints. Errors are mapped to exit codes
+and the one-line ``librarian: error: …`` format in ``main`` and nowhere else. Library
+modules are imported inside commands so that a command pays only for what it uses.
 """
 
 from __future__ import annotations
@@ -11,54 +11,16 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import click
 import typer
 
+from .cliapp import JsonOpt, app, current_library, emit, jsonable
 from .errors import LibrarianError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    help="Keep an agent's skills and capabilities in a git repository, managed like packages.",
-)
 hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
 app.add_typer(hooks_app, name="hooks")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document.")]
-
-
-class State:
-    library: Path | None = None
-
-
-def _library() -> Any:
-    from .library import find_library
-
-    return find_library(State.library)
-
-
-def _emit(value: Any, as_json: bool, human: str | None = None) -> None:
-    from .render import json_text
-
-    if as_json:
-        typer.echo(json_text(value))
-    elif human is not None:
-        typer.echo(human)
-
-
-@app.callback()
-def _options(
-    library: Annotated[
-        Path | None,
-        typer.Option("--library", help="The library (default: $LIBRARIAN_LIBRARY, else the "
-                     "nearest parent holding library.yaml)."),
-    ] = None,
-) -> None:
-    State.library = library
 
 
 @app.command()
@@ -72,7 +34,7 @@ def init(
     from .render import receipt_text
 
     receipt = init_library(path, name)
-    _emit(receipt, as_json, receipt_text(receipt))
+    emit(receipt, as_json, receipt_text(receipt))
 
 
 @app.command()
@@ -87,8 +49,8 @@ def retain(
     from .render import receipt_text
     from .retention import retain as retain_item
 
-    receipt = retain_item(_library(), source, name=name, draft=draft, evidence=evidence)
-    _emit(receipt, as_json, receipt_text(receipt))
+    receipt = retain_item(current_library(), source, name=name, draft=draft, evidence=evidence)
+    emit(receipt, as_json, receipt_text(receipt))
 
 
 @app.command()
@@ -102,8 +64,8 @@ def inspect(
     from .inventory import inspect_library
     from .render import inventory_text
 
-    inventory = inspect_library(_library(), section, verbose=verbose)
-    _emit(inventory, as_json, inventory_text(inventory, verbose))
+    inventory = inspect_library(current_library(), section, verbose=verbose)
+    emit(inventory, as_json, inventory_text(inventory, verbose))
 
 
 @app.command()
@@ -111,9 +73,9 @@ def cat(name: str, as_json: JsonOpt = False) -> None:
     """Print the item's body (SKILL.md or recipe.yaml) as committed."""
     from .inventory import cat_item
 
-    body = cat_item(_library(), name)
+    body = cat_item(current_library(), name)
     if as_json:
-        _emit({"kind": "body", "name": name, "body": body.decode("utf-8", "replace")}, True)
+        emit({"kind": "body", "name": name, "body": body.decode("utf-8", "replace")}, True)
     else:
         sys.stdout.write(body.decode("utf-8", "replace"))
 
@@ -127,18 +89,11 @@ def status(
     from .render import status_text
     from .status import library_status
 
-    report = library_status(_library())
-    _emit({"kind": "status", "clean": report.clean, **_fields(report)} if as_json else report,
+    report = library_status(current_library())
+    emit({"kind": "status", "clean": report.clean, **jsonable(report)} if as_json else report,
           as_json, status_text(report))
     if check and not report.clean:
         raise typer.Exit(3)
-
-
-def _fields(value: Any) -> dict[str, Any]:
-    from .render import to_jsonable
-
-    result: dict[str, Any] = to_jsonable(value)
-    return result
 
 
 @app.command()
@@ -146,9 +101,9 @@ def diff(name: Annotated[str | None, typer.Argument()] = None, as_json: JsonOpt 
     """Unified diff of local edits against the committed content."""
     from .diffing import diff_library
 
-    text = diff_library(_library(), name)
+    text = diff_library(current_library(), name)
     if as_json:
-        _emit({"kind": "diff", "name": name, "diff": text}, True)
+        emit({"kind": "diff", "name": name, "diff": text}, True)
     else:
         sys.stdout.write(text)
 
@@ -163,8 +118,8 @@ def log(
     from .history import read_log
     from .render import log_text
 
-    entries = read_log(_library(), name, limit)
-    _emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
+    entries = read_log(current_library(), name, limit)
+    emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
 
 
 @app.command()
@@ -176,9 +131,9 @@ def check(
     from .checking import check_library
     from .render import check_text
 
-    report = check_library(_library(), staged=staged)
+    report = check_library(current_library(), staged=staged)
     if as_json:
-        _emit({"kind": "check", "ok": report.ok, **_fields(report)}, True)
+        emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     elif report.ok:
         typer.echo(check_text(report))
     else:
@@ -194,13 +149,13 @@ def recover(as_json: JsonOpt = False) -> None:
     """Finish or roll back an interrupted change."""
     from .txn import mutation
 
-    library = _library()
+    library = current_library()
     from .txn import recover as recover_library
 
     with mutation(library) as store:
         outcome = recover_library(library, store)
     message = outcome or "nothing to recover"
-    _emit({"kind": "recover", "outcome": message}, as_json, message)
+    emit({"kind": "recover", "outcome": message}, as_json, message)
 
 
 @hooks_app.command("install")
@@ -210,8 +165,8 @@ def hooks_install(
     """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
     from .hooks import install_hooks
 
-    installed = install_hooks(_library(), force=force)
-    _emit({"kind": "hooks", "installed": installed}, as_json,
+    installed = install_hooks(current_library(), force=force)
+    emit({"kind": "hooks", "installed": installed}, as_json,
           "installed " + ", ".join(installed))
 
 
@@ -225,12 +180,17 @@ def demo(
 
     steps = run_demo(directory)
     if as_json:
-        _emit({"kind": "demo", "steps": steps}, True)
+        emit({"kind": "demo", "steps": steps}, True)
         return
     for step in steps:
         typer.echo(f"\n== {step.title}\n$ {step.command}")
         if step.output:
             typer.echo(step.output.rstrip("\n"))
+
+
+# Command modules of later capabilities register their commands on `app` when imported;
+# one import line each, kept here so `librarian --help` lists every command.
+# (registration imports below)
 
 
 def _fail(message: str, code: int, hint: str | None, as_json: bool) -> NoReturn:

@@ -1,0 +1,397 @@
+"""Keep the git index (``.git/index``) in step with commits written straight into the store.
+
+librarian writes commits without going through the index, so afterwards plain ``git status``
+would report every changed path as staged-and-modified. Rewriting the index through dulwich's
+``Index`` costs a Python object per entry (~0.7 s at 50,000 entries); instead the raw bytes are
+spliced: entry boundaries are found by a tight scan, names are read only where a binary search
+looks, untouched byte ranges are copied verbatim and only the changed entries are encoded.
+
+Versions 2 and 3 are spliced; version 4 (prefix-compressed names, where every entry depends on
+the one before) falls back to dulwich's full read/modify/write. Writes follow git's own lock
+protocol (``index.lock`` created with O_EXCL, fsynced, renamed over ``index``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+_HEADER = struct.Struct(">4sLL")
+# ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha-1, flags: 62 bytes.
+_ENTRY = struct.Struct(">10L20sH")
+_U32 = struct.Struct(">L")
+_FLAG_EXTENDED = 0x4000
+_NAME_MASK = 0x0FFF
+_TRAILER = 20
+_MODES = frozenset({0o100644, 0o100755, 0o120000, 0o160000})
+# REUC (resolve-undo) is keyed by path, not by entry position, so it survives a splice. All
+# other optional extensions (TREE, UNTR, FSMN, EOIE, IEOT, unknown) are dropped: they hold
+# positions, offsets or caches that would be stale, and git rebuilds them when it wants them.
+_KEEP_EXTENSIONS = frozenset({b"REUC"})
+# Required extensions that change what the entries mean; splicing around them would corrupt.
+_REFUSED = {
+    b"link": "the index is split (core.splitIndex); run `git update-index --no-split-index`",
+    b"sdir": "the index is sparse (index.sparse); run `git sparse-checkout disable`",
+}
+
+
+class IndexFormatError(Exception):
+    """The index cannot be updated safely (corrupt, split, sparse, or unsupported)."""
+
+
+class IndexLockedError(Exception):
+    """``index.lock`` exists: a git command is running (or one crashed and left it)."""
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One stage-0 entry to put into the index."""
+
+    path: str  # posix path relative to the work tree
+    blob_sha: bytes  # 20-byte raw SHA-1 of the blob
+    mode: int  # 0o100644 or 0o100755 (symlinks and gitlinks are accepted too)
+    stat: os.stat_result  # lstat of the file in the work tree, for the cached stat fields
+
+
+@dataclass
+class _Scan:
+    data: bytes
+    version: int
+    offsets: array[int]  # start of every entry, plus the end of the last one
+    names: list[bytes] | None  # decoded names, for version 4 only
+    keep: list[memoryview]  # raw extension blocks to carry over
+
+    def name_at(self, i: int) -> bytes:
+        if self.names is not None:
+            return self.names[i]
+        data, off = self.data, self.offsets[i]
+        flags = data[off + 60] << 8 | data[off + 61]
+        start = off + (64 if flags & _FLAG_EXTENDED else 62)
+        length = flags & _NAME_MASK
+        # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
+        end = start + length if length < _NAME_MASK else data.index(b"\0", start + length)
+        return data[start:end]
+
+    @classmethod
+    def empty(cls) -> _Scan:
+        return cls(b"", 2, array("Q", [_HEADER.size]), None, [])
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    def find(self, key: bytes) -> int:
+        """Position of the first entry whose name sorts at or after ``key`` (git's order)."""
+        return bisect_left(range(self.count), key, key=self.name_at)
+
+
+def _scan(data: bytes) -> _Scan:
+    if len(data) < _HEADER.size + _TRAILER:
+        raise IndexFormatError("index file is truncated")
+    signature, version, count = _HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3, 4):
+        raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
+    trailer = data[-_TRAILER:]
+    # An all-zero trailer is git's index.skipHash; anything else must match (a SHA-256
+    # repository's index fails here too, which is right: its entries are laid out differently).
+    if trailer != bytes(_TRAILER) and hashlib.sha1(data[:-_TRAILER]).digest() != trailer:
+        raise IndexFormatError("index checksum mismatch")
+    try:
+        if version == 4:
+            offsets, names = _scan_v4(data, count)
+        else:
+            offsets, names = _scan_v2(data, count, version), None
+    except (IndexError, ValueError):
+        raise IndexFormatError("index entries are truncated or malformed") from None
+    if offsets[-1] > len(data) - _TRAILER:
+        raise IndexFormatError("index entries run past the end of the file")
+    return _Scan(data, version, offsets, names, _extensions(data, offsets[-1]))
+
+
+def _scan_v2(data: bytes, count: int, version: int) -> array[int]:
+    # The hot loop of a splice: integers only, no per-entry objects kept.
+    offsets = array("Q", bytes(8 * (count + 1)))
+    off = _HEADER.size
+    extended_ok = version == 3
+    for i in range(count):
+        offsets[i] = off
+        flags = data[off + 60] << 8 | data[off + 61]
+        length = flags & _NAME_MASK
+        fixed = 64 if flags & _FLAG_EXTENDED else 62
+        if fixed == 64 and not extended_ok:
+            raise IndexFormatError("extended flags in a version 2 index")
+        if length == _NAME_MASK:
+            length = data.index(b"\0", off + fixed + length) - off - fixed
+        # 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+        off += (fixed + length + 8) & ~7
+    offsets[count] = off
+    return offsets
+
+
+def _scan_v4(data: bytes, count: int) -> tuple[array[int], list[bytes]]:
+    offsets = array("Q", bytes(8 * (count + 1)))
+    names: list[bytes] = []
+    off, prev = _HEADER.size, b""
+    for i in range(count):
+        offsets[i] = off
+        pos = off + (64 if data[off + 60] & 0x40 else 62)
+        # git's offset varint (varint.c), not LEB128: bytes to strip from the previous name.
+        byte = data[pos]
+        strip = byte & 0x7F
+        while byte & 0x80:
+            pos += 1
+            byte = data[pos]
+            strip = ((strip + 1) << 7) | (byte & 0x7F)
+        if strip > len(prev):
+            raise IndexFormatError("bad prefix compression in a version 4 index")
+        end = data.index(b"\0", pos + 1)
+        prev = prev[: len(prev) - strip] + data[pos + 1 : end]
+        names.append(prev)
+        off = end + 1
+    offsets[count] = off
+    return offsets, names
+
+
+def _extensions(data: bytes, pos: int) -> list[memoryview]:
+    keep: list[memoryview] = []
+    limit = len(data) - _TRAILER
+    while pos < limit:
+        signature = data[pos : pos + 4]
+        end = pos + 8 + _U32.unpack_from(data, pos + 4)[0]  # safe: the trailer follows
+        if pos + 8 > limit or end > limit:
+            raise IndexFormatError("truncated index extension")
+        if signature in _REFUSED:
+            raise IndexFormatError(_REFUSED[signature])
+        # Lower-case signatures are extensions a reader must understand to use the index.
+        if not 0x41 <= signature[0] <= 0x5A:
+            raise IndexFormatError(f"unsupported required index extension {signature!r}")
+        if signature in _KEEP_EXTENSIONS:
+            keep.append(memoryview(data)[pos:end])
+        pos = end
+    return keep
+
+
+def _encode_path(path: str) -> bytes:
+    name = os.fsencode(path)
+    parts = name.split(b"/")
+    if b"\0" in name or any(p in (b"", b".", b"..") or p.lower() == b".git" for p in parts):
+        raise ValueError(f"not a valid index path: {path!r}")
+    return name
+
+
+def _stat_fields(st: os.stat_result, mode: int) -> tuple[int, ...]:
+    """The ten cached stat words, as git stores them: each truncated to 32 bits."""
+    m = 0xFFFFFFFF
+    ctime, ctime_ns = divmod(st.st_ctime_ns, 1_000_000_000)
+    mtime, mtime_ns = divmod(st.st_mtime_ns, 1_000_000_000)
+    # The stored mode is the git mode, not st_mode.
+    return (ctime & m, ctime_ns, mtime & m, mtime_ns, st.st_dev & m, st.st_ino & m, mode,
+            st.st_uid & m, st.st_gid & m, st.st_size & m)  # fmt: skip
+
+
+def _encode_entry(entry: IndexEntry) -> tuple[bytes, bytes]:
+    name = _encode_path(entry.path)
+    if len(entry.blob_sha) != 20 or entry.mode not in _MODES:
+        raise ValueError(f"{entry.path}: need a 20-byte blob id and a git file mode")
+    head = _ENTRY.pack(
+        *_stat_fields(entry.stat, entry.mode), entry.blob_sha, min(len(name), _NAME_MASK)
+    )
+    return name, head + name + b"\0" * (8 - (62 + len(name)) % 8)
+
+
+def _encode_all(entries: Sequence[IndexEntry]) -> list[tuple[bytes, bytes]]:
+    encoded = sorted(_encode_entry(e) for e in entries)
+    for (a, _), (b, _) in pairwise(encoded):
+        if a == b:
+            raise ValueError(f"path given twice: {os.fsdecode(a)!r}")
+    return encoded
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _plan(
+    scan: _Scan, remove: Sequence[bytes], adds: list[tuple[bytes, bytes]]
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Entry ranges to delete (merged) and the position each added entry goes before."""
+    # An added name replaces all stages of that name; it goes where the first of them was.
+    spans = [(scan.find(name), scan.find(name + b"\0")) for name, _ in adds]
+    positions = [lo for lo, _ in spans]
+    # A prefix names a file (the name itself, all stages) and a directory (name + "/" ...);
+    # "name-x" sorts between the two, hence two ranges. b"\0" and b"0" bound them since
+    # names hold no NUL and "0" is the byte after "/".
+    for prefix in remove:
+        spans += [(scan.find(prefix), scan.find(prefix + b"\0"))]
+        spans += [(scan.find(prefix + b"/"), scan.find(prefix + b"0"))]
+    dels = _merge([s for s in spans if s[0] < s[1]])
+    _check_file_dir_conflicts(scan, dels, [name for name, _ in adds])
+    return dels, positions
+
+
+def _check_file_dir_conflicts(scan: _Scan, dels: list[tuple[int, int]], names: list[bytes]) -> None:
+    # git refuses an index holding both "a" and "a/b"; so must we, cheaply, by binary search.
+    starts = [lo for lo, _ in dels]
+
+    def kept(lo: int, hi: int) -> bool:  # does any entry in [lo, hi) survive?
+        k = bisect_right(starts, lo) - 1
+        return lo < hi and not (k >= 0 and dels[k][1] >= hi)
+
+    added = set(names)
+    for name in names:
+        parts = name.split(b"/")
+        for depth in range(1, len(parts)):
+            parent = b"/".join(parts[:depth])
+            if parent in added or kept(scan.find(parent), scan.find(parent + b"\0")):
+                raise ValueError(f"file/directory clash: {os.fsdecode(parent)!r} is a file")
+        if kept(scan.find(name + b"/"), scan.find(name + b"0")):
+            raise ValueError(f"file/directory clash: {os.fsdecode(name)!r} is a directory")
+
+
+def _splice_raw(
+    scan: _Scan, dels: list[tuple[int, int]], positions: list[int], adds: list[tuple[bytes, bytes]]
+) -> list[bytes | memoryview]:
+    n, offsets, view = scan.count, scan.offsets, memoryview(scan.data)
+    deleted = sum(hi - lo for lo, hi in dels)
+    header = _HEADER.pack(b"DIRC", scan.version, n - deleted + len(adds))
+    chunks: list[bytes | memoryview] = [header]
+    # Every boundary between kept, deleted and inserted runs; each run is copied whole.
+    points = sorted({0, n, *positions, *(b for span in dels for b in span)})
+    k = d = 0
+    for lo, hi in pairwise(points):
+        while k < len(adds) and positions[k] == lo:
+            chunks.append(adds[k][1])
+            k += 1
+        while d < len(dels) and dels[d][1] <= lo:
+            d += 1
+        if not (d < len(dels) and dels[d][0] <= lo):
+            chunks.append(view[offsets[lo] : offsets[hi]])
+    chunks += [blob for _, blob in adds[k:]]
+    return chunks + list(scan.keep)
+
+
+def _splice_dulwich(
+    scan: _Scan, dels: list[tuple[int, int]], adds: Sequence[IndexEntry]
+) -> list[bytes | memoryview]:
+    from dulwich.index import IndexEntry as DulwichEntry
+    from dulwich.index import IndexExtension, read_index_dict_with_version, write_index_dict
+    from dulwich.objects import ObjectID
+
+    assert scan.names is not None
+    _check_dulwich_v4(scan.names)  # before dulwich misreads what it cannot decode
+    entries, _, _ = read_index_dict_with_version(io.BytesIO(scan.data))
+    for lo, hi in dels:
+        for name in scan.names[lo:hi]:
+            entries.pop(name, None)
+    for e in adds:
+        cs, cn, ms, mn, dev, ino, mode, uid, gid, size = _stat_fields(e.stat, e.mode)
+        entries[os.fsencode(e.path)] = DulwichEntry(
+            (cs, cn), (ms, mn), dev, ino, mode, uid, gid, size, ObjectID(e.blob_sha.hex().encode())
+        )
+    _check_dulwich_v4(sorted(entries))
+    out = io.BytesIO()
+    extensions = [IndexExtension(bytes(m[:4]), bytes(m[8:])) for m in scan.keep]
+    write_index_dict(out, entries, version=4, extensions=extensions)
+    return [out.getvalue()]
+
+
+def _check_dulwich_v4(names: list[bytes]) -> None:
+    # dulwich 1.2.21 encodes the v4 strip count as LEB128 where git uses its offset varint
+    # (they differ from 128 up) and lets a name of 4096+ bytes overflow into the flag bits.
+    prev = b""
+    for name in names:
+        common = len(os.path.commonprefix([prev, name]))
+        if len(prev) - common >= 0x80 or len(name) >= _NAME_MASK:
+            raise IndexFormatError(
+                "version 4 index with very long paths; run `git update-index --index-version 2`"
+            )
+        prev = name
+
+
+def _write_locked(
+    index_path: Path, build: Callable[[bytes | None], list[bytes | memoryview]]
+) -> None:
+    """Take git's lock, read the current index (None if absent), write what ``build`` returns."""
+    lock = index_path.with_name(index_path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise IndexLockedError(f"{lock} exists: another git command holds the index") from None
+    try:
+        with os.fdopen(fd, "wb") as out:  # owns fd from here on: closed on every path
+            try:
+                # Read only while holding the lock, so no other writer can slip in between.
+                current: bytes | None = index_path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            digest = hashlib.sha1()
+            for chunk in build(current):
+                digest.update(chunk)
+                out.write(chunk)
+            out.write(digest.digest())
+            out.flush()
+            os.fsync(fd)
+        lock.replace(index_path)
+    except BaseException:
+        lock.unlink(missing_ok=True)  # never leave git locked out
+        raise
+    dir_fd = os.open(index_path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename durable
+    finally:
+        os.close(dir_fd)
+
+
+def splice_index(
+    index_path: Path, *, remove_prefixes: Sequence[str], add: Sequence[IndexEntry]
+) -> None:
+    """Remove every entry at or under each of ``remove_prefixes``, then insert ``add``.
+
+    Added entries replace entries of the same path (any stage). A missing index counts as
+    empty. Raises IndexLockedError if ``index.lock`` exists, IndexFormatError for an index
+    that cannot be spliced safely, ValueError for bad paths or file/directory clashes.
+    """
+    remove = [_encode_path(p) for p in remove_prefixes]
+    adds = _encode_all(add)
+
+    def build(current: bytes | None) -> list[bytes | memoryview]:
+        scan = _scan(current) if current is not None else _Scan.empty()
+        dels, positions = _plan(scan, remove, adds)
+        if scan.version == 4:
+            return _splice_dulwich(scan, dels, add)
+        return _splice_raw(scan, dels, positions, adds)
+
+    _write_locked(index_path, build)
+
+
+def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
+    """Write a fresh version 2 index holding exactly ``entries`` (replacing any index)."""
+    encoded = _encode_all(entries)
+    _check_file_dir_conflicts(_Scan.empty(), [], [name for name, _ in encoded])
+    header = _HEADER.pack(b"DIRC", 2, len(encoded))
+    _write_locked(index_path, lambda _current: [header, *(blob for _, blob in encoded)])
+
+
+def read_index_paths(index_path: Path) -> list[str]:
+    """Paths of all entries in index order (a conflicted path once per stage); [] if absent."""
+    try:
+        data = index_path.read_bytes()
+    except FileNotFoundError:
+        return []
+    scan = _scan(data)
+    names = scan.names if scan.names is not None else map(scan.name_at, range(scan.count))
+    return [os.fsdecode(name) for name in names]

@@ -62,8 +62,10 @@ def _work_entries(root: Path) -> Iterable[Entry]:
             yield name, 0o100644, path.read_bytes
 
 
-def _index_entries(library: Library, store: GitStore) -> Iterable[Entry]:
-    for path, mode, sha in index_entries(library.root):
+def _index_entries(
+    library: Library, store: GitStore, index_file: Path | None
+) -> Iterable[Entry]:
+    for path, mode, sha in index_entries(library.root, index_file):
         yield path, mode, functools.partial(store.read_blob, sha)
 
 
@@ -108,12 +110,23 @@ def _check_item(path: str, entries: list[Entry], policy: Policy) -> list[str]:
         content = validate_item(tuple(sorted(files, key=lambda f: f.path)), policy,
                                 expected_name=name, where=path)
     except LibrarianError as exc:
-        problems.extend(getattr(exc, "problems", ()) or (exc.message,))
+        found = getattr(exc, "problems", ()) or (exc.message,)
+        # Every problem names its library path, so a long `check` report can be acted on:
+        # "SKILL.md: description: …" in skills/x becomes "skills/x/SKILL.md: description: …".
+        known = {f.path for f in files}
+        problems.extend(_qualified(path, p, known) for p in found)
         return problems
     if directory in KIND_DIRS.values() and KIND_DIRS[content.kind] != directory:
         problems.append(f"{path}: a {content.kind} (holds {MANIFEST_FILES[content.kind]}) "
                         f"does not belong in {directory}/")
     return problems
+
+
+def _qualified(item_path: str, problem: str, files: set[str]) -> str:
+    if problem.startswith(item_path):
+        return problem
+    head = problem.split(": ", 1)[0]
+    return f"{item_path}/{problem}" if head in files else f"{item_path}: {problem}"
 
 
 def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
@@ -132,9 +145,13 @@ def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
     return merged
 
 
-def check_library(library: Library, *, staged: bool = False) -> CheckReport:
+def check_library(
+    library: Library, *, staged: bool = False, index_file: Path | None = None
+) -> CheckReport:
     with library.store() as store:
-        entries = list(_index_entries(library, store) if staged else _work_entries(library.root))
+        entries = list(
+            _index_entries(library, store, index_file) if staged else _work_entries(library.root)
+        )
         items, top, problems = _group(entries)
         policy = Policy()
         if LIBRARY_FILE not in top:

@@ -125,13 +125,16 @@ def log(
 @app.command()
 def check(
     staged: Annotated[bool, typer.Option("--staged", help="Check the git index.")] = False,
+    index_file: Annotated[Path | None, typer.Option(
+        "--index-file", help="With --staged: the index to check (the hook passes git's).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate the whole library; exit 2 when anything is wrong."""
     from .checking import check_library
     from .render import check_text
 
-    report = check_library(current_library(), staged=staged)
+    report = check_library(current_library(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     elif report.ok:
@@ -147,13 +150,9 @@ def check(
 @app.command()
 def recover(as_json: JsonOpt = False) -> None:
     """Finish or roll back an interrupted change."""
-    from .txn import mutation
+    from .txn import recover_library
 
-    library = current_library()
-    from .txn import recover as recover_library
-
-    with mutation(library) as store:
-        outcome = recover_library(library, store)
+    outcome = recover_library(current_library())
     message = outcome or "nothing to recover"
     emit({"kind": "recover", "outcome": message}, as_json, message)
 
@@ -205,11 +204,16 @@ def _fail(message: str, code: int, hint: str | None, as_json: bool) -> NoReturn:
     raise SystemExit(code)
 
 
+def _strip_git_environment() -> None:
+    """Inherited GIT_* variables would redirect dulwich (GIT_DIR, GIT_INDEX_FILE) or forge
+    identities; a library is always the repository it says it is."""
+    for key in [k for k in os.environ if k.startswith("GIT_")]:
+        del os.environ[key]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the single place where errors become exit codes."""
-    from .gitstore import strip_git_environment
-
-    strip_git_environment()
+    _strip_git_environment()
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
     try:

@@ -49,7 +49,7 @@ def init_library(path: Path, name: str | None = None) -> Receipt:
         raise UsageError(f"{root} exists and is not a directory")
     if root.is_dir() and any(root.iterdir()):
         raise UsageError(f"{root} is not empty", hint="choose a new or empty directory")
-    library_name = check_name(name, "library name") if name else default_name(root)
+    library_name = check_name(name, "library name") if name is not None else default_name(root)
     changes = _template_files(library_name)
     created_root = not root.exists()
     root.mkdir(parents=True, exist_ok=True)

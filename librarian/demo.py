@@ -57,7 +57,9 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
                           "librarian status", status_text(library_status(library))))
     steps.append(DemoStep("Review it as a patch", "librarian diff", diff_library(library)))
     steps.append(DemoStep("The audit trail: retention events with their git trailers",
-                          "librarian log", log_text(read_log(library))))
+                          "librarian log -n 3", log_text(read_log(library, limit=3))))
+
+    # Later chapters import this module for DemoStep, so they are imported here.
     steps.append(DemoStep("Explore on your own", f"cd {root} && git log --stat",
                           f"The demo library stays at {root}; remove it when done."))
     return steps

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from .digest import MODE_EXECUTABLE, MODE_FILE
 from .gitstore import GitStore, ObjectId
 from .library import Library
 from .model import ItemFile
@@ -15,6 +16,16 @@ from .worktree import NotRegularFile, read_work_files
 
 def _is_binary(data: bytes) -> bool:
     return b"\x00" in data[:8000]
+
+
+def _lines(data: bytes) -> list[str]:
+    """Lines as git sees them: split at ``\n`` only (``str.splitlines`` would also split
+    at form feeds, lone carriage returns and Unicode separators)."""
+    parts = data.decode("utf-8", "replace").split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def file_diff(path: str, old: ItemFile | None, new: ItemFile | None) -> Iterator[str]:
@@ -39,8 +50,8 @@ def file_diff(path: str, old: ItemFile | None, new: ItemFile | None) -> Iterator
     if _is_binary(old_data) or _is_binary(new_data):
         yield f"Binary files {a} and {b} differ"
         return
-    old_lines = old_data.decode("utf-8", "replace").splitlines(keepends=True)
-    new_lines = new_data.decode("utf-8", "replace").splitlines(keepends=True)
+    old_lines = _lines(old_data)
+    new_lines = _lines(new_data)
     for line in difflib.unified_diff(old_lines, new_lines, a, b, n=3):
         if line.startswith(("---", "+++", "@@")):
             yield line.rstrip("\n")
@@ -61,7 +72,18 @@ def tree_diff(
 
 
 def _committed_files(store: GitStore, tree: ObjectId | None) -> tuple[ItemFile, ...]:
-    return store.read_files(tree) if tree is not None else ()
+    """The committed files; a symlink or submodule committed with plain git (which
+    `check` reports) is shown as a one-line placeholder rather than failing the diff."""
+    if tree is None:
+        return ()
+    files = []
+    for path, entry in store.walk(tree):
+        if entry.mode in (MODE_FILE, MODE_EXECUTABLE):
+            files.append(ItemFile(path, entry.mode == MODE_EXECUTABLE, store.read_blob(entry.sha)))
+        else:
+            files.append(ItemFile(path, False, f"(git entry of mode {entry.mode:o}: not a "
+                                  "regular file)\n".encode()))
+    return tuple(files)
 
 
 def _work_files(library: Library, path: str) -> tuple[ItemFile, ...]:

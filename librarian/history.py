@@ -22,21 +22,28 @@ class LogEntry:
 
 
 def _concerns(entry: LogEntry, name: str) -> bool:
-    """Whether an event is about the item (or tool, or source) called ``name``: its library
-    path ends in ``/name`` whichever directory it was in (a draft, then retained)."""
+    """Whether an event is about the item, tool or source called ``name``. An item is
+    matched by the last part of its library path whichever directory it was in (a draft,
+    then retained); ``SOURCE:NAME`` matches the managed item and its source's updates."""
+    source, _, item = name.rpartition(":")
     for key, value in entry.trailers:
-        if key in ("Librarian-Item", "Librarian-Previous-Item") and (
-            value == name or value.endswith("/" + name)
-        ):
+        if key in ("Librarian-Item", "Librarian-Previous-Item"):
+            if source:
+                if value.startswith(f"sources/{source}/") and value.endswith("/" + item):
+                    return True
+            elif value == name or value.endswith("/" + name):
+                return True
+        elif key == "Librarian-Tool" and value == name:
             return True
-        if key in ("Librarian-Tool", "Librarian-Source") and value == name:
+        elif key == "Librarian-Source" and value in (name, source):
             return True
     return False
 
 
-def read_log(library: Library, name: str | None = None, limit: int | None = None) -> list[LogEntry]:
+def read_log(
+    library: Library, name: str | None = None, limit: int | None = None
+) -> list[LogEntry]:
     entries: list[LogEntry] = []
-    managed_name = name.split(":", 1) if name and ":" in name else None
     with library.store() as store:
         for info in store.walk_log(store.head()):
             event = parse_message(info.message)
@@ -44,14 +51,8 @@ def read_log(library: Library, name: str | None = None, limit: int | None = None
                 continue
             entry = LogEntry(info.id.decode(), info.time, info.author, event.subject, event.kind,
                              event.trailers)
-            if name is not None:
-                target = f"sources/{managed_name[0]}" if managed_name else name
-                if managed_name:
-                    if not any(v.startswith(target + "/") and v.endswith("/" + managed_name[1])
-                               for _, v in entry.trailers):
-                        continue
-                elif not _concerns(entry, target):
-                    continue
+            if name is not None and not _concerns(entry, name):
+                continue
             entries.append(entry)
             if limit is not None and len(entries) >= limit:
                 break

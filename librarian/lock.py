@@ -23,11 +23,13 @@ DEFAULT_WAIT_SECONDS = 2.0
 def library_lock(path: Path, *, wait: float = DEFAULT_WAIT_SECONDS) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    acquired = False
     try:
         deadline = time.monotonic() + wait
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                acquired = True
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -42,6 +44,7 @@ def library_lock(path: Path, *, wait: float = DEFAULT_WAIT_SECONDS) -> Iterator[
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
+        if acquired:  # a waiter must not erase the holder's pid
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
         os.close(fd)  # closing releases the flock

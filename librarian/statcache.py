@@ -115,10 +115,14 @@ class WorkTreeCache:
             self._dirty = True
         return ids
 
-    def save(self) -> None:
+    def save(self, *, partial: bool = False) -> None:
         # Entries of directories not seen this time are dropped, so the cache never grows
-        # past the library's size.
-        if self._dirty or set(self._seen) != set(self._entries):
+        # past the library's size. ``partial``: this pass looked at only some directories
+        # (e.g. one source's collection), so the others' entries are kept.
+        if partial:
+            if self._dirty:
+                _save(self._path, {**self._entries, **self._seen})
+        elif self._dirty or set(self._seen) != set(self._entries):
             _save(self._path, self._seen)
 
 

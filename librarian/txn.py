@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
-from .errors import ConflictError, UsageError
+from .errors import ConflictError, TrustError, UsageError
 from .events import format_message
 from .fsutil import atomic_write, fsync_dir, write_file_durably
 from .gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
@@ -54,7 +54,17 @@ class FileChange:
     data: bytes | None
 
 
-Change = DirChange | FileChange
+@dataclass(frozen=True)
+class TreeChange:
+    """Set a directory to a tree already in the object store (e.g. fetched from a source);
+    ``None`` removes it. When ``digest`` is given, the staged copy must hash to it."""
+
+    path: str
+    tree: ObjectId | None
+    digest: str | None = None
+
+
+Change = DirChange | FileChange | TreeChange
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,12 @@ def crash_point(name: str) -> None:
     process here with SIGKILL, exactly as an outside kill would."""
     if os.environ.get("LIBRARIAN_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def recover_library(library: Library) -> str | None:
+    """``librarian recover``: take the lock and finish or roll back an interrupted change."""
+    with library_lock(library.lock_path), library.store() as store:
+        return recover(library, store)
 
 
 @contextlib.contextmanager
@@ -129,8 +145,13 @@ def commit_changes(
     changes: Sequence[Change],
     allow_empty: bool = False,
     overwrite_local: bool = False,
+    root_tree: ObjectId | None = None,
 ) -> CommitResult:
-    """Make exactly one commit applying ``changes`` on top of ``base`` (see module doc)."""
+    """Make exactly one commit applying ``changes`` on top of ``base`` (see module doc).
+
+    ``root_tree``: the new root tree, already staged by the caller (an update builds the
+    collection tree from fetched objects at once); ``changes`` then name the work-tree paths
+    to swap, and each must agree with it."""
     base_tree = store.commit(base).tree if base is not None else None
     if not overwrite_local:
         for change in changes:
@@ -142,9 +163,16 @@ def commit_changes(
             entry = (
                 TreeEntry(MODE_TREE, store.files_tree(change.files)) if change.files else None
             )
+        elif isinstance(change, TreeChange):
+            entry = TreeEntry(MODE_TREE, change.tree) if change.tree else None
         else:
             entry = None if change.data is None else TreeEntry(MODE_FILE, store.blob(change.data))
-        new_tree = store.with_path(new_tree, change.path, entry)
+        if root_tree is None:
+            new_tree = store.with_path(new_tree, change.path, entry)
+        elif isinstance(change, TreeChange) and store.lookup(root_tree, change.path) != entry:
+            raise ValueError(f"{change.path}: the change disagrees with the given tree")
+    if root_tree is not None:
+        new_tree = root_tree
     assert new_tree is not None
     if new_tree == base_tree and not allow_empty:
         raise UsageError("nothing to change: the library already holds exactly this content")
@@ -155,7 +183,7 @@ def commit_changes(
     tx = uuid.uuid4().hex[:12]
     stage = library.stage_dir / tx
     try:
-        _stage_changes(stage, changes)
+        _stage_changes(stage, changes, store)
         journal = {
             "tx": tx,
             "branch": store.branch().decode(),
@@ -176,7 +204,7 @@ def commit_changes(
     return CommitResult(new.decode(), base.decode() if base else None)
 
 
-def _stage_changes(stage: Path, changes: Sequence[Change]) -> None:
+def _stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
     stage.mkdir(parents=True)
     for number, change in enumerate(changes):
         slot = stage / str(number)
@@ -184,7 +212,23 @@ def _stage_changes(stage: Path, changes: Sequence[Change]) -> None:
             write_files(slot, change.files)
         elif isinstance(change, FileChange) and change.data is not None:
             write_file_durably(slot, change.data)
+        elif isinstance(change, TreeChange) and change.tree is not None:
+            write_files(slot, store.read_files(change.tree))
+            _verify_staged(slot, change)
     fsync_dir(stage)
+
+
+def _verify_staged(slot: Path, change: TreeChange) -> None:
+    """The staged copy must be exactly the planned content (digest and git tree id)."""
+    staged = hash_work_dir(slot)
+    ok = staged is not None and staged.tree_sha1 == change.tree and (
+        change.digest is None or staged.digest == change.digest)
+    if not ok:
+        raise TrustError(
+            f"{change.path}: the staged content does not match the planned digest "
+            f"{change.digest or ''}".rstrip(),
+            hint="the object store may be damaged; run `git fsck`",
+        )
 
 
 def _swap_in(
@@ -202,7 +246,8 @@ def _swap_in(
             if desired is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 slot.rename(target)
-            fsync_dir(target.parent)
+            if target.parent.is_dir():  # removing a path whose parent is gone already
+                fsync_dir(target.parent)
         elif not (target.exists()):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
@@ -292,6 +337,9 @@ __all__ = [
     "CommitResult",
     "DirChange",
     "FileChange",
+    "TreeChange",
+    "check_unmodified",
+    "crash_point",
     "commit_changes",
     "mutation",
     "recover",

@@ -1,0 +1,168 @@
+"""`librarian check [--staged]` and `librarian hooks install` (plain-git users)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import (
+    VENV_BIN,
+    git,
+    head,
+    make_skill,
+    requires_git,
+    run_main,
+    skill_md,
+    write,
+)
+
+from librarian.library import Library
+from librarian.resources import hooks_dir
+from librarian.retention import retain
+
+
+@pytest.fixture
+def stocked(library: Path, sources: Path) -> Path:
+    retain(Library(library), make_skill(sources, "alpha"))
+    return library
+
+
+def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
+    return run_main(capsys, "--library", str(library), *args)
+
+
+def test_check_passes_on_a_clean_library(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args in (["check"], ["check", "--staged"]):
+        result = cli(capsys, stocked, *args)
+        assert result.code == 0, result.err
+        assert result.out.startswith("ok: 1 items")
+    document = json.loads(cli(capsys, stocked, "check", "--json").out)
+    assert document["kind"] == "check" and document["ok"] is True
+    assert document["problems"] == []
+
+
+@requires_git
+def test_check_finds_a_symlink_added_with_plain_git(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (stocked / "skills" / "alpha" / "link").symlink_to("SKILL.md")
+    # Work tree scope sees it before it is staged; the index scope does not yet.
+    work = cli(capsys, stocked, "check")
+    assert work.code == 2
+    assert "skills/alpha/link" in work.err and "symlink" in work.err
+    assert work.err.splitlines()[-1].startswith("librarian: error: ")
+    assert cli(capsys, stocked, "check", "--staged").code == 0
+    git(stocked, "add", "skills/alpha/link")
+    staged = cli(capsys, stocked, "check", "--staged", "--json")
+    assert staged.code == 2
+    document = json.loads(staged.out)
+    assert document["ok"] is False and document["scope"] == "index"
+    assert any("skills/alpha/link" in p and "symlink" in p for p in document["problems"])
+
+
+@requires_git
+def test_check_finds_a_secret_added_with_plain_git(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(stocked / "skills" / "alpha" / ".env", "TOKEN=abc\n")
+    git(stocked, "add", "-f", "skills/alpha/.env")
+    for args in (["check"], ["check", "--staged"]):
+        result = cli(capsys, stocked, *args, "--json")
+        assert result.code == 2
+        problems = json.loads(result.out)["problems"]
+        assert any("looks like a secret" in p and ".env" in p for p in problems), problems
+
+
+@requires_git
+def test_check_problems_name_the_library_path(
+    stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    retain(Library(stocked), make_skill(sources, "beta"))
+    write(stocked / "skills" / "beta" / ".env", "TOKEN=abc\n")
+    write(stocked / "skills" / "alpha" / "SKILL.md", b"---\nname: alpha\n---\nbody\n")
+    problems = json.loads(cli(capsys, stocked, "check", "--json").out)["problems"]
+    assert any(p.startswith("skills/beta/.env") for p in problems), problems
+    assert any(p.startswith("skills/alpha") and "description" in p for p in problems), problems
+
+
+def test_check_finds_format_and_name_problems(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(stocked / "skills" / "wrong" / "SKILL.md", skill_md("not-wrong"))
+    write(stocked / "recipes" / "skill-here" / "SKILL.md", skill_md("skill-here"))
+    write(stocked / "skills" / "stray.md", "not in an item directory\n")
+    result = cli(capsys, stocked, "check", "--json")
+    assert result.code == 2
+    problems = json.loads(result.out)["problems"]
+    assert any("does not match" in p for p in problems), problems
+    assert any("recipes/skill-here" in p and "does not belong" in p for p in problems), problems
+    assert any(p.startswith("skills/stray.md") for p in problems), problems
+
+
+# -- hooks -------------------------------------------------------------------------------------
+
+
+def test_hooks_install_copies_executable_files(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = cli(capsys, stocked, "hooks", "install", "--json")
+    assert result.code == 0, result.err
+    installed = json.loads(result.out)["installed"]
+    assert "pre-commit" in installed
+    for name in installed:
+        target = stocked / ".git" / "hooks" / name
+        assert not target.is_symlink()
+        st = target.lstat()
+        assert stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+        assert st.st_mode & stat.S_IXUSR
+        assert target.read_bytes() == (hooks_dir() / name).read_bytes()
+    # installing again is harmless; a different hook of the user's is kept unless --force
+    assert cli(capsys, stocked, "hooks", "install").code == 0
+    mine = stocked / ".git" / "hooks" / "pre-commit"
+    mine.write_text("#!/bin/sh\nexit 0\n")
+    assert cli(capsys, stocked, "hooks", "install").code == 3
+    assert mine.read_text() == "#!/bin/sh\nexit 0\n"
+    assert cli(capsys, stocked, "hooks", "install", "--force").code == 0
+    assert mine.read_bytes() == (hooks_dir() / "pre-commit").read_bytes()
+
+
+def _hook_env() -> dict[str, str]:
+    return {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+@requires_git
+def test_pre_commit_hook_refuses_a_bad_skill(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(capsys, stocked, "hooks", "install").code == 0
+    before = head(stocked)
+    write(stocked / "skills" / "bad" / "SKILL.md", b"---\nname: bad\n---\nno description\n")
+    git(stocked, "add", "skills/bad")
+    refused = git(stocked, "commit", "-q", "-m", "add bad skill", check=False, env=_hook_env())
+    assert refused.returncode != 0
+    assert b"description" in refused.stderr
+    assert head(stocked) == before
+
+    # A valid skill goes through the same hook.
+    write(stocked / "skills" / "bad" / "SKILL.md", skill_md("bad"))
+    git(stocked, "add", "skills/bad")
+    accepted = git(stocked, "commit", "-q", "-m", "add good skill", check=False, env=_hook_env())
+    assert accepted.returncode == 0, accepted.stderr
+    assert head(stocked) != before
+
+
+@requires_git
+def test_pre_commit_hook_refuses_a_bad_edit_committed_with_commit_all(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(capsys, stocked, "hooks", "install").code == 0
+    before = head(stocked)
+    (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"---\nname: alpha\n---\nbody\n")
+    result = git(stocked, "commit", "-a", "-q", "-m", "break it", check=False, env=_hook_env())
+    assert result.returncode != 0
+    assert head(stocked) == before

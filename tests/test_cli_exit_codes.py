@@ -1,0 +1,183 @@
+"""Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3).
+
+The mapping of errors to exit codes lives in ``librarian.cli.main``; it is checked in process
+(``main([...])``), through typer's CliRunner, and through a real ``python -m librarian``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import (
+    assert_one_error_line,
+    make_skill,
+    run_main,
+    run_process,
+    skill_md,
+    write,
+)
+from typer.testing import CliRunner
+
+from librarian import inventory
+from librarian.cli import app
+from librarian.errors import UsageError
+from librarian.library import Library
+from librarian.retention import retain
+
+
+@pytest.fixture
+def stocked(library: Path, sources: Path) -> Path:
+    retain(Library(library), make_skill(sources, "alpha"))
+    return library
+
+
+# -- in process: main(argv) --------------------------------------------------------------------
+
+
+def _cases(library: Path, sources: Path) -> list[tuple[list[str], int]]:
+    lib = ["--library", str(library)]
+    taken = make_skill(sources / "again", "alpha")
+    bad = make_skill(sources, "bad", skill_md_bytes=b"---\nname: bad\n---\n")
+    return [
+        ([*lib, "status"], 0),
+        ([*lib, "inspect"], 0),
+        (["nonsense-command"], 2),
+        ([*lib, "retain"], 2),  # missing argument
+        ([*lib, "status", "--bogus-option"], 2),
+        ([*lib, "retain", str(bad)], 2),
+        ([*lib, "retain", str(taken)], 3),
+        ([*lib, "cat", "nope"], 2),
+        ([*lib, "inspect", "nowhere"], 2),
+        (["--library", str(sources), "status"], 2),  # not a library
+        ([*lib, "init", str(library)], 3),
+    ]
+
+
+def test_exit_codes_and_error_lines(
+    stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, code in _cases(stocked, sources):
+        result = run_main(capsys, *argv)
+        assert result.code == code, (argv, result.err)
+        if code == 0:
+            assert result.err == "", argv
+            continue
+        assert result.out == "", argv
+        assert_one_error_line(result.err)
+
+
+def test_json_errors_print_exactly_one_document(
+    stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, code in _cases(stocked, sources):
+        result = run_main(capsys, *argv, "--json")
+        assert result.code == code, (argv, result.err)
+        document = json.loads(result.out)  # exactly one document: json.loads rejects extra data
+        if code == 0:
+            continue
+        assert document["kind"] == "error", argv
+        assert document["exit_code"] == code
+        assert "\n" not in document["error"]
+        line = assert_one_error_line(result.err)
+        assert line == f"librarian: error: {document['error']}"
+
+
+def test_dirty_status_check_exits_3(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(skill_md("alpha", "Edited."))
+    assert run_main(capsys, "--library", str(stocked), "status", "--check").code == 3
+    result = run_main(capsys, "--library", str(stocked), "status", "--check", "--json")
+    assert result.code == 3
+    assert json.loads(result.out)["clean"] is False
+
+
+def test_internal_error_exits_1_with_a_hint(
+    stocked: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(inventory, "inspect_library", broken)
+    result = run_main(capsys, "--library", str(stocked), "inspect")
+    assert result.code == 1
+    line = assert_one_error_line(result.err)
+    assert "internal error" in line and "kaboom" in line
+    assert "bug" in result.err
+    result = run_main(capsys, "--library", str(stocked), "inspect", "--json")
+    assert result.code == 1
+    assert json.loads(result.out)["exit_code"] == 1
+
+
+def test_validation_error_with_many_problems_stays_on_one_line(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = make_skill(sources, "messy", skill_md_bytes=b"---\nname: Messy\n---\n",
+                     extra_files={".env": "A=1\n", "id_rsa": "x\n"})
+    result = run_main(capsys, "--library", str(library), "retain", str(src))
+    assert result.code == 2
+    assert "more)" in assert_one_error_line(result.err)
+
+
+# -- typer's CliRunner -------------------------------------------------------------------------
+
+
+def test_cli_runner_exit_codes(stocked: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(app, ["--library", str(stocked), "status", "--check"])
+    assert ok.exit_code == 0, ok.output
+    assert ok.stdout.startswith("clean")
+    (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"edited\n")
+    dirty = runner.invoke(app, ["--library", str(stocked), "status", "--check"])
+    assert dirty.exit_code == 3
+    assert "modified" in dirty.stdout
+    usage = runner.invoke(app, ["--library", str(stocked), "no-such-command"])
+    assert usage.exit_code == 2
+    # Without main(), a librarian error surfaces as the exception that carries its code.
+    missing = runner.invoke(app, ["--library", str(stocked), "cat", "nope"])
+    assert isinstance(missing.exception, UsageError)
+    assert missing.exception.exit_code == 2
+
+
+# -- a real process ----------------------------------------------------------------------------
+
+
+def test_real_process_success_and_refusal(stocked: Path, sources: Path) -> None:
+    src = make_skill(sources, "fresh")
+    ok = run_process("--library", str(stocked), "retain", str(src), "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["kind"] == "retained_skill"
+    assert ok.stderr == ""
+
+    again = run_process("--library", str(stocked), "retain", str(src), "--json")
+    assert again.returncode == 3
+    assert json.loads(again.stdout)["exit_code"] == 3
+    assert "taken" in assert_one_error_line(again.stderr)
+
+    human = run_process("--library", str(stocked), "retain", str(src))
+    assert human.returncode == 3
+    assert human.stdout == ""
+    assert_one_error_line(human.stderr)
+
+
+def test_real_process_usage_and_not_a_library(tmp_path: Path) -> None:
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    result = run_process("inspect", cwd=nowhere)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "not inside a library" in assert_one_error_line(result.stderr)
+    assert list(nowhere.iterdir()) == []
+
+    usage = run_process("frobnicate", "--json", cwd=nowhere)
+    assert usage.returncode == 2
+    assert json.loads(usage.stdout)["exit_code"] == 2
+    assert_one_error_line(usage.stderr)
+
+
+def test_real_process_status_check(stocked: Path) -> None:
+    assert run_process("status", "--check", cwd=stocked / "skills").returncode == 0
+    write(stocked / "skills" / "alpha" / "extra.txt", "new\n")
+    dirty = run_process("status", "--check", cwd=stocked)
+    assert dirty.returncode == 3
+    assert "modified" in dirty.stdout and "skills/alpha" in dirty.stdout

@@ -1,0 +1,255 @@
+"""`librarian status`: clean / modified / missing / untracked, the stat cache, racy files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import (
+    assert_git_consistent,
+    git_text,
+    make_skill,
+    requires_git,
+    run_main,
+    skill_md,
+    tree_snapshot,
+    write,
+)
+
+from librarian import statcache
+from librarian.library import Library
+from librarian.retention import retain
+from librarian.status import library_status
+
+
+@pytest.fixture
+def stocked(library: Path, sources: Path) -> Path:
+    """A library holding skill ``alpha`` (with a script) and draft ``beta``."""
+    lib = Library(library)
+    retain(lib, make_skill(sources, "alpha", extra_files={"run.sh": (b"#!/bin/sh\n", 0o755),
+                                                          "notes/a.md": "aaaa\n"}))
+    retain(lib, make_skill(sources, "beta"), draft=True)
+    return library
+
+
+def status_json(capsys: pytest.CaptureFixture[str], library: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run_main(capsys, "--library", str(library), "status", "--json", *extra)
+    return result.code, json.loads(result.out)
+
+
+def states(document: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    return {item["path"]: item["status"] for item in document["items"]}
+
+
+def test_clean_library(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 0
+    assert document["kind"] == "status" and document["clean"] is True
+    assert states(document) == {"skills/alpha": "clean", "drafts/beta": "clean"}
+    by_path = {item["path"]: item for item in document["items"]}
+    assert by_path["drafts/beta"]["state"] == "draft"
+    assert by_path["skills/alpha"]["digest"] == by_path["skills/alpha"]["committed"]
+    assert {f["path"]: f["status"] for f in document["files"]} == {
+        "library.yaml": "clean", "tools.yaml": "clean", "librarian.lock": "clean"}
+    result = run_main(capsys, "--library", str(stocked), "status")
+    assert result.code == 0 and result.out.startswith("clean")
+    assert_git_consistent(stocked)  # librarian and git agree
+
+
+def test_modified_item(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (stocked / "skills" / "alpha" / "notes" / "a.md").write_text("changed\n")
+    code, document = status_json(capsys, stocked)
+    assert code == 0
+    assert document["clean"] is False
+    assert states(document)["skills/alpha"] == "modified"
+    alpha = next(i for i in document["items"] if i["path"] == "skills/alpha")
+    assert alpha["digest"] != alpha["committed"] and alpha["committed"].startswith("sha256:")
+    result = run_main(capsys, "--library", str(stocked), "status", "--check")
+    assert result.code == 3
+    assert "modified" in result.out and "skills/alpha" in result.out
+
+
+def test_added_and_removed_files_are_modifications(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(stocked / "drafts" / "beta" / "extra.md", "more\n")
+    (stocked / "skills" / "alpha" / "notes" / "a.md").unlink()
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert states(document) == {"skills/alpha": "modified", "drafts/beta": "modified"}
+
+
+def test_missing_item(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.rmtree(stocked / "skills" / "alpha")
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert states(document)["skills/alpha"] == "missing"
+    alpha = next(i for i in document["items"] if i["path"] == "skills/alpha")
+    assert alpha["digest"] is None and alpha["committed"].startswith("sha256:")
+
+
+def test_untracked_items(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(stocked / "skills" / "gamma" / "SKILL.md", skill_md("gamma"))
+    write(stocked / "drafts" / "delta" / "SKILL.md", skill_md("delta"))
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert states(document) == {
+        "skills/alpha": "clean", "drafts/beta": "clean",
+        "skills/gamma": "untracked", "drafts/delta": "untracked",
+    }
+    gamma = next(i for i in document["items"] if i["path"] == "skills/gamma")
+    assert gamma["committed"] is None and gamma["digest"].startswith("sha256:")
+
+
+def test_modified_top_level_file(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = stocked / "tools.yaml"
+    path.write_text(path.read_text() + "# note\n")
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert {f["path"]: f["status"] for f in document["files"]}["tools.yaml"] == "modified"
+
+
+@requires_git
+def test_exec_bit_change_is_drift(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (stocked / "skills" / "alpha" / "notes" / "a.md").chmod(0o755)
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert states(document)["skills/alpha"] == "modified"
+    assert git_text(stocked, "status", "--porcelain").strip() == "M skills/alpha/notes/a.md"
+    (stocked / "skills" / "alpha" / "run.sh").chmod(0o644)
+    (stocked / "skills" / "alpha" / "notes" / "a.md").chmod(0o644)
+    assert states(status_json(capsys, stocked)[1])["skills/alpha"] == "modified"
+
+
+@requires_git
+def test_mode_only_and_timestamp_changes_are_not_drift(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = stocked / "skills" / "alpha"
+    (item / "notes" / "a.md").chmod(0o664)  # g+w
+    (item / "run.sh").chmod(0o775)  # g+w on an executable
+    (item / "SKILL.md").chmod(0o600)  # go-r
+    os.utime(item / "SKILL.md", (1_000_000_000, 1_000_000_000))
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 0, document
+    assert document["clean"] is True
+    # git agrees (it only tracks the owner-executable bit; stat changes need a refresh)
+    assert git_text(stocked, "status", "--porcelain") == ""
+
+
+def test_symlink_in_an_item_is_drift(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (stocked / "skills" / "alpha" / "link").symlink_to("SKILL.md")
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert states(document)["skills/alpha"] == "modified"
+
+
+def test_status_is_read_only_for_the_work_tree(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (stocked / "skills" / "alpha" / "SKILL.md").write_text("edited\n")
+    before = tree_snapshot(stocked)
+    status_json(capsys, stocked)
+    assert tree_snapshot(stocked) == before
+
+
+def test_status_on_a_non_library_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = run_main(capsys, "--library", str(plain), "status", "--json")
+    assert result.code == 2
+    assert json.loads(result.out)["kind"] == "error"
+    assert tree_snapshot(plain, skip_git=False) == {}
+
+
+# -- the stat cache ------------------------------------------------------------------------
+
+
+class HashCounter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[Path] = []
+        real = statcache.hash_work_dir
+
+        def counting(root: Path):  # type: ignore[no-untyped-def]
+            self.calls.append(root)
+            return real(root)
+
+        monkeypatch.setattr(statcache, "hash_work_dir", counting)
+
+
+def _cache_entries(library: Path) -> dict[str, object]:
+    path = Library(library).cache_dir / "items.json"
+    if not path.exists():
+        return {}
+    entries: dict[str, object] = json.loads(path.read_bytes())["entries"]
+    return entries
+
+
+def test_second_status_reuses_the_stat_cache(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)  # treat the fresh files as settled
+    counter = HashCounter(monkeypatch)
+    lib = Library(stocked)
+    assert library_status(lib).clean
+    assert len(counter.calls) == 2
+    assert set(_cache_entries(stocked)) == {"skills/alpha", "drafts/beta"}
+
+    assert library_status(lib).clean
+    assert len(counter.calls) == 2, "an unchanged directory must not be re-read"
+
+    (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"changed\n")
+    report = library_status(lib)
+    assert len(counter.calls) == 3
+    assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
+
+
+def test_fresh_files_are_not_cached(stocked: Path) -> None:
+    """As in git: an entry written within the racy window would hide a same-second edit."""
+    assert library_status(Library(stocked)).clean
+    assert "skills/alpha" not in _cache_entries(stocked)
+
+
+@pytest.mark.parametrize("racy_seconds", [statcache.RACY_SECONDS, 0])
+def test_same_size_edit_in_the_same_second_is_detected(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch, racy_seconds: int
+) -> None:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", racy_seconds)
+    lib = Library(stocked)
+    target = stocked / "skills" / "alpha" / "notes" / "a.md"
+    assert library_status(lib).clean
+    st = target.stat()
+    target.write_bytes(b"bbbb\n")  # same size as "aaaa\n"
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime
+    assert target.stat().st_size == st.st_size
+    report = library_status(lib)
+    assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
+
+
+def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    lib = Library(stocked)
+    assert library_status(lib).clean
+    for name in ("items.json", "digests.json"):
+        (lib.cache_dir / name).write_bytes(b"{not json")
+    (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"changed\n")
+    report = library_status(lib)
+    assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
+    assert json.loads((lib.cache_dir / "items.json").read_bytes())["version"] == 1
+
+
+def test_cached_digest_matches_a_fresh_computation(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    lib = Library(stocked)
+    first = {i.path: i.digest for i in library_status(lib).items}
+    second = {i.path: i.digest for i in library_status(lib).items}
+    shutil.rmtree(lib.cache_dir)
+    third = {i.path: i.digest for i in library_status(lib).items}
+    assert first == second == third

@@ -1,0 +1,328 @@
+"""One journaled commit per change: compare-and-swap, the mutation lock, crash recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import (
+    assert_git_consistent,
+    assert_one_error_line,
+    commit_count,
+    git,
+    git_text,
+    head,
+    library_state,
+    make_skill,
+    requires_git,
+    run_main,
+    run_process,
+    state_listing,
+    trailers,
+    tree_snapshot,
+)
+
+from librarian import txn
+from librarian.errors import ConflictError
+from librarian.library import Library
+from librarian.lock import library_lock
+from librarian.model import ItemFile
+from librarian.retention import retain
+from librarian.txn import DirChange, FileChange, commit_changes, mutation
+
+NEW_FILES = (ItemFile("SKILL.md", False, b"---\nname: late\ndescription: Late.\n---\nbody\n"),)
+
+
+def _no_transaction_left(library: Path) -> None:
+    lib = Library(library)
+    assert not lib.journal_path.exists()
+    for directory in (lib.stage_dir, lib.trash_dir):
+        assert not directory.exists() or list(directory.iterdir()) == []
+
+
+# -- compare-and-swap ---------------------------------------------------------------
+
+
+def test_stale_base_is_refused_and_changes_nothing(library: Path, sources: Path) -> None:
+    lib = Library(library)
+    stale = head(library)
+    retain(lib, make_skill(sources, "moved-on"))
+    before = library_state(library)
+    with pytest.raises(ConflictError) as info, mutation(lib) as store:
+        commit_changes(lib, store, base=stale.encode(), subject="retain skill late",
+                       trailers=[("Librarian-Event", "retain")],
+                       changes=[DirChange("skills/late", NEW_FILES)])
+    assert info.value.exit_code == 3
+    assert "moved" in info.value.message
+    assert library_state(library) == before
+    _no_transaction_left(library)
+    assert_git_consistent(library)
+
+
+def test_stale_empty_base_is_refused(library: Path) -> None:
+    lib = Library(library)
+    before = library_state(library)
+    with pytest.raises(ConflictError), mutation(lib) as store:
+        commit_changes(lib, store, base=None, subject="x", trailers=[("Librarian-Event", "x")],
+                       changes=[FileChange("extra.yaml", b"a: 1\n")])
+    assert library_state(library) == before
+    _no_transaction_left(library)
+
+
+def test_commit_changes_with_current_base_makes_one_commit(library: Path) -> None:
+    lib = Library(library)
+    with mutation(lib) as store:
+        base = store.head()
+        result = commit_changes(lib, store, base=base, subject="retain skill late",
+                                trailers=[("Librarian-Event", "retain")],
+                                changes=[DirChange("skills/late", NEW_FILES)])
+    assert result.base == base.decode() and result.commit == head(library)
+    assert (library / "skills" / "late" / "SKILL.md").read_bytes() == NEW_FILES[0].data
+    assert commit_count(library) == 2
+    _no_transaction_left(library)
+    assert_git_consistent(library)
+
+
+@requires_git
+def test_branch_moved_during_a_command_exits_3_and_changes_nothing(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another writer (plain git here) moves the branch after retain read it."""
+    real_crash_point = txn.crash_point
+
+    def move_branch_meanwhile(name: str) -> None:
+        if name == "after-objects":
+            git(library, "commit", "--allow-empty", "-q", "-m", "someone else")
+        real_crash_point(name)
+
+    monkeypatch.setattr(txn, "crash_point", move_branch_meanwhile)
+    src = make_skill(sources, "racing")
+    before_tree = tree_snapshot(library)
+    result = run_main(capsys, "--library", str(library), "retain", str(src), "--json")
+    assert result.code == 3, result.err
+    assert result.json["exit_code"] == 3
+    assert "moved" in assert_one_error_line(result.err)
+    assert git_text(library, "log", "-1", "--format=%s").strip() == "someone else"
+    assert tree_snapshot(library) == before_tree
+    _no_transaction_left(library)
+    assert_git_consistent(library)
+
+
+# -- exactly one commit per change, readable trailers --------------------------------
+
+
+@requires_git
+def test_every_changing_command_makes_one_commit_with_trailers(
+    tmp_path: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    library = tmp_path / "lib"
+    assert run_main(capsys, "init", str(library)).code == 0
+    assert commit_count(library) == 1
+    assert_git_consistent(library)
+    for number, name in enumerate(["one", "two", "three"], start=2):
+        assert run_main(capsys, "--library", str(library), "retain",
+                        str(make_skill(sources, name))).code == 0
+        assert commit_count(library) == number
+        message = git_text(library, "log", "-1", "--format=%B")
+        subject, blank = message.splitlines()[:2]
+        assert subject == f"retain skill {name}" and blank == ""
+        found = trailers(library)
+        assert found and all(key.startswith("Librarian-") for key, _ in found)
+        assert ("Librarian-Event", "retain") in found
+        assert_git_consistent(library)
+    # a read-only command makes none
+    for command in (["status"], ["inspect"], ["log"], ["diff"], ["check"], ["cat", "one"]):
+        assert run_main(capsys, "--library", str(library), *command).code == 0
+    assert commit_count(library) == 4
+    assert_git_consistent(library)
+
+
+# -- the mutation lock -----------------------------------------------------------------
+
+
+def test_second_writer_waits_then_exits_3(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = make_skill(sources, "blocked")
+    with library_lock(library / ".git" / "librarian" / "lock"):
+        before = library_state(library)
+        started = time.monotonic()
+        result = run_main(capsys, "--library", str(library), "retain", str(src), "--json")
+        waited = time.monotonic() - started
+        assert library_state(library) == before
+    assert result.code == 3, result.err
+    assert 1.8 <= waited < 6, waited
+    assert result.json["exit_code"] == 3
+    assert f"pid {os.getpid()}" in assert_one_error_line(result.err)
+    # Released: the same command now succeeds.
+    assert run_main(capsys, "--library", str(library), "retain", str(src)).code == 0
+
+
+def test_second_writer_proceeds_when_the_lock_is_released_in_time(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock_path = library / ".git" / "librarian" / "lock"
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with library_lock(lock_path):
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(5)
+        timer = threading.Timer(0.4, release.set)
+        timer.start()
+        started = time.monotonic()
+        result = run_main(capsys, "--library", str(library), "retain",
+                          str(make_skill(sources, "patient")))
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        thread.join()
+    assert result.code == 0, result.err
+    assert 0.3 <= waited < 1.9, waited
+
+
+def test_a_waiter_that_gives_up_keeps_the_holders_pid(library: Path) -> None:
+    lock_path = library / ".git" / "librarian" / "lock"
+    with library_lock(lock_path):
+        assert lock_path.read_text() == str(os.getpid())
+        with pytest.raises(ConflictError), library_lock(lock_path, wait=0.1):
+            pass
+        assert lock_path.read_text() == str(os.getpid())
+        with pytest.raises(ConflictError) as info, library_lock(lock_path, wait=0.1):
+            pass
+        assert f"pid {os.getpid()}" in info.value.message
+
+
+def test_lock_file_left_by_a_dead_process_does_not_block(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock_path = library / ".git" / "librarian" / "lock"
+    assert lock_path == Library(library).lock_path
+    # A process that takes the lock, writes its pid and dies without cleaning up.
+    code = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.write(fd, str(os.getpid()).encode())\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    process = subprocess.run([sys.executable, "-c", code, str(lock_path)], check=False)
+    assert process.returncode == -signal.SIGKILL
+    assert lock_path.read_bytes().strip().isdigit()
+    started = time.monotonic()
+    result = run_main(capsys, "--library", str(library), "retain",
+                      str(make_skill(sources, "after-death")))
+    assert result.code == 0, result.err
+    assert time.monotonic() - started < 1.5
+
+
+# -- crash recovery ----------------------------------------------------------------------
+
+ROLLED_BACK = ("after-objects", "after-journal")  # the branch had not moved yet
+ROLLED_FORWARD = ("after-cas", "after-swap")  # the branch had moved: the change stands
+
+
+def _crash(library: Path, source: Path, point: str) -> subprocess.CompletedProcess[str]:
+    result = run_process("--library", str(library), "retain", str(source), "--json",
+                         env={"LIBRARIAN_CRASH_AT": point})
+    assert result.returncode == -signal.SIGKILL, (result.returncode, result.stderr)
+    return result
+
+
+def _expected_after(before: dict[str, object], source: Path, item: str) -> dict[str, object]:
+    expected = dict(before)
+    expected[item + "/"] = "dir"
+    expected.update({f"{item}/{path}": value for path, value in tree_snapshot(source).items()})
+    return expected
+
+
+@pytest.mark.parametrize("follow_up", ["recover", "next-command"])
+@pytest.mark.parametrize("point", [*ROLLED_BACK, *ROLLED_FORWARD])
+def test_crash_leaves_the_library_exactly_before_or_after(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], point: str,
+    follow_up: str,
+) -> None:
+    src = make_skill(sources, "crashy", extra_files={"run.sh": (b"#!/bin/sh\n", 0o755),
+                                                     "docs/a.md": "a\n"})
+    before_head = head(library)
+    before_tree = tree_snapshot(library)
+    _crash(library, src, point)
+
+    if follow_up == "recover":
+        result = run_main(capsys, "--library", str(library), "recover", "--json")
+        assert result.code == 0, result.err
+        assert result.json["kind"] == "recover"
+        extra_tree: dict[str, object] = {}
+    else:
+        other = make_skill(sources, "bystander")
+        result = run_main(capsys, "--library", str(library), "retain", str(other), "--json")
+        assert result.code == 0, result.err
+        extra_tree = {"skills/bystander/": "dir",
+                      **{f"skills/bystander/{p}": v for p, v in tree_snapshot(other).items()}}
+
+    if point in ROLLED_BACK:
+        expected_tree = {**before_tree, **extra_tree}
+        crashed_commit = before_head
+    else:
+        expected_tree = {**_expected_after(before_tree, src, "skills/crashy"), **extra_tree}
+        from dulwich.repo import Repo
+
+        repo = Repo(str(library))
+        try:
+            tip = repo[repo.refs[b"HEAD"]]
+            crashed_commit = (tip.parents[0] if follow_up != "recover" else tip.id).decode()
+            crashed = repo[crashed_commit.encode()]
+            assert crashed.message.startswith(b"retain skill crashy\n")
+            assert [p.decode() for p in crashed.parents] == [before_head]
+        finally:
+            repo.close()
+
+    if follow_up == "recover":
+        assert head(library) == crashed_commit
+    else:
+        from dulwich.repo import Repo
+
+        repo = Repo(str(library))
+        try:
+            assert [p.decode() for p in repo[repo.refs[b"HEAD"]].parents] == [crashed_commit]
+        finally:
+            repo.close()
+    assert tree_snapshot(library) == expected_tree
+    _no_transaction_left(library)
+    assert_git_consistent(library)
+
+
+def test_crash_then_read_only_commands_work_and_recover_is_idempotent(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _crash(library, make_skill(sources, "half"), "after-cas")
+    assert Library(library).journal_path.exists()
+    assert run_main(capsys, "--library", str(library), "recover").code == 0
+    state = library_state(library)
+    assert run_main(capsys, "--library", str(library), "recover").code == 0
+    assert library_state(library) == state
+    assert run_main(capsys, "--library", str(library), "status", "--check").code == 0
+    assert "skills/half/" in state.tree
+    assert state_listing(library)  # the lock file and cache directories remain
+
+
+def test_recover_reports_what_it_did(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _crash(library, make_skill(sources, "reported"), "after-cas")
+    result = run_main(capsys, "--library", str(library), "recover", "--json")
+    assert result.code == 0
+    assert result.json["outcome"] != "nothing to recover"
+    assert "finished" in result.json["outcome"]

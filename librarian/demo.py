@@ -60,6 +60,10 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
                           "librarian log -n 3", log_text(read_log(library, limit=3))))
 
     # Later chapters import this module for DemoStep, so they are imported here.
+    from . import demo_skills
+
+    for chapter in (demo_skills,):
+        steps += chapter.tour(library, workspace)
     steps.append(DemoStep("Explore on your own", f"cd {root} && git log --stat",
                           f"The demo library stays at {root}; remove it when done."))
     return steps

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .config import LOCK_FILE, TOOLS_FILE, load_lock, load_tools
+from .config import LOCK_FILE, load_lock
 from .content import validate_item
 from .errors import LibrarianError, UsageError
 from .gitstore import GitStore, ObjectId
 from .history import LogEntry, read_log
+from .ledger import Usage, usage_by_recipe
 from .library import Item, Library, committed_items
 from .model import MANIFEST_FILES, RecipeManifest, SkillManifest
 from .resolve import find_item
@@ -38,6 +40,7 @@ class ItemInfo:
     files: tuple[FileInfo, ...] = ()
     last_event: dict[str, Any] | None = None
     diagnostics: tuple[str, ...] = ()
+    usage: dict[str, Any] | None = None  # recipes, with --verbose: from the usage ledger
 
 
 @dataclass(frozen=True)
@@ -104,10 +107,11 @@ def inspect_library(
             ):
                 continue
             items.append(describe(library, store, item, verbose=verbose))
-        tools = _tools(store, tree) if section in (None, "tools") else ()
+        tools = _tools(library, store, tree) if section in (None, "tools") else ()
         sources = _sources(library, store, tree) if section in (None, "sources") else ()
     if verbose:
         items = _with_last_events(library, items)
+        items = _with_usage(library, items)
     return Inventory(tuple(items), tools, sources)
 
 
@@ -128,14 +132,19 @@ def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]
     return out
 
 
-def _tools(store: GitStore, tree: ObjectId | None) -> tuple[dict[str, Any], ...]:
-    entry = store.lookup(tree, TOOLS_FILE)
-    if entry is None:
-        return ()
-    tools = load_tools(store.read_blob(entry.sha))
-    return tuple(
-        {"name": n, "recipe": t.recipe, "digest": t.digest} for n, t in sorted(tools.items())
-    )
+def _tools(library: Library, store: GitStore,
+           tree: ObjectId | None) -> tuple[dict[str, Any], ...]:
+    """Exposed tools with their contract (name, description, typed inputs, execution,
+    effects) and whether the pin is current."""
+    from .exposure import tool_contracts
+
+    return tuple(dataclasses.asdict(c) for c in tool_contracts(library, store, tree))
+
+
+def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
+    usage = usage_by_recipe(library)
+    return [ItemInfo(**{**info.__dict__, "usage": dataclasses.asdict(
+        usage.get(info.path) or Usage())}) if info.kind == "recipe" else info for info in items]
 
 
 def _sources(

@@ -11,8 +11,10 @@ from .receipts import Receipt
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
     from .checking import CheckReport
+    from .gate import ApprovalReview
     from .history import LogEntry
     from .inventory import Inventory
+    from .runs import RunRecord
     from .status import StatusReport
 
 
@@ -69,12 +71,33 @@ def inventory_text(inventory: Inventory, verbose: bool) -> str:
                 lines.append(f"        last event: {info.last_event['subject']}")
             for key, value in info.details.items():
                 lines.append(f"        {key}: {value}")
+            if info.usage is not None:
+                lines.append(f"        usage: {usage_text(info.usage)}")
         lines += [f"        problem: {d}" for d in info.diagnostics]
     for tool in inventory.tools:
-        lines.append(f"tool    {tool['name']:<33} {tool['recipe']}")
+        stale = "  (stale)" if tool.get("status") == "stale" else ""
+        lines.append(f"tool    {tool['name']:<33} {tool['recipe']}{stale}")
+        if tool.get("description"):
+            lines.append(f"        {tool['description']}")
+        if tool.get("execution"):
+            inputs = ", ".join(f"{i['name']}: {i['type']}{'' if i['required'] else '?'}"
+                               for i in tool.get("inputs", ()))
+            effects = tool.get("effects") or {}
+            lines.append(f"        {tool['execution']} {tool['environment']}; inputs ({inputs});"
+                         f" effects filesystem={effects.get('filesystem')} "
+                         f"network={effects.get('network')}")
     for source in inventory.sources:
         lines.append(f"source  {source['name']:<33} {source['url']} ({source['ref']})")
     return "\n".join(lines) if lines else "(empty)"
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    if not usage.get("runs") and not usage.get("refusals"):
+        return "never run"
+    last = usage.get("last_used")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "never"
+    return (f"{usage['runs']} runs, {usage['successes']} succeeded, {usage['failures']} failed, "
+            f"{usage['refusals']} refused; last used {when}")
 
 
 def log_text(entries: list[LogEntry]) -> str:
@@ -90,3 +113,29 @@ def check_text(report: CheckReport) -> str:
     if report.ok:
         return f"ok: {report.items} items in the {report.scope} pass every check"
     return "\n".join(report.problems)
+
+
+def approval_review_text(review: ApprovalReview) -> str:
+    lines = [f"recipe {review.path} at {review.digest}"]
+    if review.already_approved:
+        lines.append("  (this digest is already approved)")
+    if review.diff is not None and review.previous:
+        lines.append(f"changes since the approved {review.previous}:")
+        lines.append(review.diff.rstrip("\n"))
+    else:
+        for item_file in review.files:
+            mode = "executable" if item_file.executable else "file"
+            lines.append(f"--- {item_file.path} ({item_file.bytes} bytes, {mode})")
+            lines.append(item_file.text.rstrip("\n") if item_file.text is not None
+                         else "(binary content)")
+    return "\n".join(lines)
+
+
+def runs_text(records: list[RunRecord]) -> str:
+    lines = []
+    for record in records:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
+        code = "" if record.exit_code is None else f" exit {record.exit_code}"
+        lines.append(f"{record.run_id}  {record.status:<9} {record.mode:<5} {when}  "
+                     f"{record.name}{code}")
+    return "\n".join(lines) if lines else "(no runs)"

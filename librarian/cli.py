@@ -190,7 +190,7 @@ def demo(
 # Command modules of later capabilities register their commands on `app` when imported;
 # one import line each, kept here so `librarian --help` lists every command.
 # (registration imports below)
-from . import cli_skills, cli_tools  # noqa: E402,F401
+from . import cli_skills, cli_sources, cli_tools  # noqa: E402,F401
 
 
 def _fail(message: str, code: int, hint: str | None, as_json: bool) -> NoReturn:

@@ -60,9 +60,9 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
                           "librarian log -n 3", log_text(read_log(library, limit=3))))
 
     # Later chapters import this module for DemoStep, so they are imported here.
-    from . import demo_skills, demo_tools
+    from . import demo_skills, demo_sources, demo_tools
 
-    for chapter in (demo_skills, demo_tools):
+    for chapter in (demo_skills, demo_tools, demo_sources):
         steps += chapter.tour(library, workspace)
     steps.append(DemoStep("Explore on your own", f"cd {root} && git log --stat",
                           f"The demo library stays at {root}; remove it when done."))

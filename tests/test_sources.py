@@ -1,0 +1,149 @@
+"""`librarian source add|list|remove`: subscriptions in library.yaml, one commit each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import (
+    GIT,
+    assert_one_error_line,
+    commit_count,
+    git,
+    head,
+    requires_git,
+    run_main,
+    trailers,
+    tree_snapshot,
+)
+from sources_helpers import Upstream
+
+from librarian.config import load_library_config, load_lock
+from librarian.gitstore import strip_credentials
+
+Cap = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    up = Upstream(tmp_path / "up.git")
+    up.skill("skills/pdf").recipe("recipes/review").commit("first")
+    return up
+
+
+def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
+    return run_main(capsys, "--library", str(library), *args)
+
+
+def test_add_records_the_source_in_one_commit_and_fetches_nothing(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    before = commit_count(library)
+    result = lib(capsys, library, "source", "add", "team", upstream.url, "--ref", "main",
+                 "--include", "skills/*", "--exclude", "skills/old-*", "--json")
+    assert result.code == 0, result.err
+    receipt = result.json
+    assert receipt["kind"] == "source_added" and receipt["name"] == "team"
+    assert receipt["commit"] == head(library) and receipt["path"] == "sources/team"
+    assert commit_count(library) == before + 1
+    config = load_library_config((library / "library.yaml").read_bytes())
+    source = config.sources["team"]
+    assert (source.url, source.ref, source.include, source.exclude) == (
+        upstream.url, "main", ("skills/*",), ("skills/old-*",))
+    assert not (library / "sources" / "team").exists()
+    assert not list((library / ".git" / "refs" / "librarian").glob("**/team"))
+    if GIT:
+        assert ("Librarian-Event", "source-add") in trailers(library)
+        assert ("Librarian-Source", "team") in trailers(library)
+
+
+def test_add_makes_local_paths_absolute(
+    library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(upstream.path.parent)
+    assert lib(capsys, library, "source", "add", "team", "up.git").code == 0
+    config = load_library_config((library / "library.yaml").read_bytes())
+    assert config.sources["team"].url == str(upstream.path)
+
+
+def test_add_refuses_a_taken_name_invalid_names_and_passwords(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    old = head(library)
+    taken = lib(capsys, library, "source", "add", "team", upstream.url)
+    assert taken.code == 3
+    assert "taken" in assert_one_error_line(taken.err)
+    for bad in ("Team", "-team", "a--b", "x" * 65):
+        assert lib(capsys, library, "source", "add", bad, upstream.url).code == 2
+    secret = lib(capsys, library, "source", "add", "web",
+                 "https://alice:s3cret@example.org/lib.git")
+    assert secret.code == 2 and "s3cret" not in secret.err
+    missing = lib(capsys, library, "source", "add", "gone", "/no/such/repository")
+    assert missing.code == 2
+    bad_ref = lib(capsys, library, "source", "add", "ref", upstream.url, "--ref", "a..b")
+    assert bad_ref.code == 2
+    assert head(library) == old
+
+
+def test_list_shows_sources_and_their_pins(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    listed = lib(capsys, library, "source", "list", "--json").json
+    assert listed["kind"] == "sources"
+    assert listed["sources"][0]["name"] == "team" and listed["sources"][0]["commit"] is None
+    assert "not installed yet" in lib(capsys, library, "source", "list").out
+    assert lib(capsys, library, "update").code == 0
+    entry = lib(capsys, library, "source", "list", "--json").json["sources"][0]
+    assert entry["commit"] == upstream.commits[-1] and entry["items"] == 2
+    assert entry["fetched"] == upstream.commits[-1]
+
+
+def test_remove_drops_the_subscription_the_collection_and_the_pin_in_one_commit(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert lib(capsys, library, "update").code == 0
+    before = commit_count(library)
+    result = lib(capsys, library, "source", "remove", "team", "--json")
+    assert result.code == 0, result.err
+    assert result.json["kind"] == "source_removed"
+    assert commit_count(library) == before + 1
+    assert not (library / "sources" / "team").exists()
+    assert load_lock((library / "librarian.lock").read_bytes()) == {}
+    assert load_library_config((library / "library.yaml").read_bytes()).sources == {}
+    assert lib(capsys, library, "source", "list", "--json").json["sources"] == []
+    if GIT:
+        assert ("Librarian-Event", "source-remove") in trailers(library)
+        assert git(library, "status", "--porcelain").stdout == b""
+    assert lib(capsys, library, "source", "remove", "team").code == 2
+
+
+@requires_git
+def test_remove_with_local_edits_is_refused_unless_forced_with_a_backup(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert lib(capsys, library, "update").code == 0
+    edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    mine = edited.read_bytes() + b"local\n"
+    edited.write_bytes(mine)
+    old, snapshot = head(library), tree_snapshot(library)
+    refused = lib(capsys, library, "source", "remove", "team")
+    assert refused.code == 3 and "sources/team/skills/pdf" in refused.err
+    assert head(library) == old and tree_snapshot(library) == snapshot
+    forced = lib(capsys, library, "source", "remove", "team", "--force", "--json")
+    assert forced.code == 0, forced.err
+    assert not (library / "sources" / "team").exists()
+    restore = forced.json["restore"][0]
+    assert restore.startswith("git restore --source=refs/librarian/backups/team/")
+    git(library, *restore.split()[1:])
+    assert edited.read_bytes() == mine
+
+
+def test_strip_credentials() -> None:
+    assert strip_credentials("https://u:p@host/x.git") == "https://host/x.git"
+    assert strip_credentials("ssh://git@host/x.git") == "ssh://host/x.git"
+    assert strip_credentials("/local/path") == "/local/path"
+    assert strip_credentials("git://host/a@b") == "git://host/a@b"

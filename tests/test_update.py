@@ -1,0 +1,400 @@
+"""`librarian update` / `outdated` against a local upstream repository: the plan, the
+swap, the lock, kept local edits, conflicts, --force with backups, filtering, hostile
+upstreams and same-named skills in two sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import (
+    GIT,
+    assert_git_consistent,
+    commit_count,
+    git,
+    git_text,
+    head,
+    requires_git,
+    run_main,
+    trailers,
+    tree_snapshot,
+)
+from sources_helpers import MODE_GITLINK, MODE_LINK, Upstream
+
+from librarian.config import load_lock
+from librarian.digest import content_digest
+from librarian.upstream import MAX_DEPTH
+
+Cap = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    up = Upstream(tmp_path / "up.git")
+    up.skill("skills/pdf").skill("skills/docx").recipe("recipes/review")
+    up.put("README.md", b"# team library\n")
+    up.commit("first")
+    return up
+
+
+def add(capsys: Cap, library: Path, name: str, url: str, *extra: str) -> None:
+    result = run_main(capsys, "--library", str(library), "source", "add", name, url, *extra)
+    assert result.code == 0, result.err
+
+
+def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
+    return run_main(capsys, "--library", str(library), *args)
+
+
+def lock(library: Path) -> dict:  # type: ignore[type-arg]
+    return load_lock((library / "librarian.lock").read_bytes())
+
+
+def digest_of(up: Upstream, prefix: str) -> str:
+    files = [(p[len(prefix) + 1:], mode == 0o100755, data)
+             for p, (data, mode) in sorted(up.files.items()) if p.startswith(prefix + "/")]
+    return content_digest(files)
+
+
+def test_first_install_commits_the_filtered_items_and_the_lock(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    before = commit_count(library)
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    receipt = result.json
+    assert receipt["kind"] == "update" and receipt["commit"] == head(library)
+    assert commit_count(library) == before + 1
+    plan = receipt["plans"][0]
+    assert plan["counts"]["add"] == 3 and plan["new_commit"] == upstream.commits[-1]
+    sources = library / "sources" / "team"
+    assert (sources / "skills" / "pdf" / "SKILL.md").read_bytes() == \
+        upstream.files["skills/pdf/SKILL.md"][0]
+    assert (sources / "recipes" / "review" / "run.sh").stat().st_mode & 0o100
+    assert not (sources / "README.md").exists()  # only items are installed
+    pinned = lock(library)["team"]
+    assert pinned.commit == upstream.commits[-1]
+    assert pinned.items == {p: digest_of(upstream, p)
+                            for p in ("skills/pdf", "skills/docx", "recipes/review")}
+    # deterministic: sorted keys, the same bytes as dumping again
+    from librarian.config import dump_lock
+    assert (library / "librarian.lock").read_bytes() == dump_lock(lock(library))
+    assert not (library / ".git" / "librarian" / "journal.json").exists()
+    assert list((library / ".git" / "librarian" / "stage").glob("*")) == []
+    status = lib(capsys, library, "status", "--json").json
+    assert status["clean"], status
+    managed = {i["name"] for i in status["items"] if i["state"] == "managed"}
+    assert managed == {"team:pdf", "team:docx", "team:review"}
+    if GIT:
+        assert_git_consistent(library)
+        found = dict(trailers(library))
+        assert found["Librarian-Event"] == "update"
+        assert found["Librarian-Source"] == "team"
+        assert found["Librarian-Upstream"] == upstream.commits[-1]
+        assert git_text(library, "rev-parse", "refs/librarian/sources/team").strip() == \
+            upstream.commits[-1]
+
+
+def test_second_update_is_idempotent(library: Path, upstream: Upstream, capsys: Cap) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    old = head(library)
+    result = lib(capsys, library, "update")
+    assert result.code == 0
+    assert "already up to date" in result.out
+    assert head(library) == old
+    assert lib(capsys, library, "update", "--json").json["up_to_date"] is True
+
+
+def test_upstream_adds_changes_and_removes(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    upstream.skill("skills/new").skill("skills/pdf", body="Version two.\n")
+    upstream.remove("skills/docx").commit("second")
+    outdated = lib(capsys, library, "outdated", "--json")
+    assert outdated.code == 0, outdated.err
+    actions = {i["name"]: i["action"] for i in outdated.json["plans"][0]["items"]}
+    assert actions == {"team:new": "add", "team:pdf": "update", "team:docx": "remove",
+                       "team:review": "keep"}
+    old = head(library)
+    assert head(library) == old  # outdated changed nothing
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    root = library / "sources" / "team" / "skills"
+    assert (root / "pdf" / "SKILL.md").read_text().endswith("Version two.\n")
+    assert (root / "new" / "SKILL.md").exists()
+    assert not (root / "docx").exists()
+    assert set(lock(library)["team"].items) == {"skills/pdf", "skills/new", "recipes/review"}
+    if GIT:
+        assert_git_consistent(library)
+        # the update commit's diff is the upstream change itself
+        changed = set(git_text(library, "diff", "--no-renames", "--name-only", "HEAD~1",
+                               "HEAD").split())
+        assert changed == {"librarian.lock", "sources/team/skills/pdf/SKILL.md",
+                           "sources/team/skills/new/SKILL.md",
+                           "sources/team/skills/docx/SKILL.md"}
+
+
+def test_local_edit_is_kept_when_upstream_did_not_change_it(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    edited.write_bytes(edited.read_bytes() + b"My local note.\n")
+    upstream.recipe("recipes/review", script="echo two\n").commit("second")
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    items = {i["name"]: i for i in result.json["plans"][0]["items"]}
+    assert items["team:pdf"]["action"] == "keep" and items["team:pdf"]["local_edit"]
+    assert items["team:review"]["action"] == "update"
+    assert edited.read_text().endswith("My local note.\n")
+    # the commit records upstream's content: the edit stays a local modification
+    status = {i["name"]: i["status"] for i in lib(capsys, library, "status", "--json").json[
+        "items"]}
+    assert status["team:pdf"] == "modified" and status["team:review"] == "clean"
+    assert lock(library)["team"].items["skills/pdf"] == digest_of(upstream, "skills/pdf")
+
+
+def test_conflict_is_refused_and_nothing_changes(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    edited.write_bytes(edited.read_bytes() + b"My local note.\n")
+    upstream.skill("skills/pdf", body="Upstream two.\n").skill("skills/extra").commit("two")
+    old_head, snapshot = head(library), tree_snapshot(library)
+    lock_bytes = (library / "librarian.lock").read_bytes()
+    index = (library / ".git" / "index").read_bytes()
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 3
+    document = result.json
+    assert document["kind"] == "error" and document["exit_code"] == 3
+    assert [c["name"] for c in document["conflicts"]] == ["team:pdf"]
+    assert "team:pdf" in result.err
+    human = lib(capsys, library, "update")
+    assert human.code == 3 and "conflict  team:pdf" in human.out
+    assert head(library) == old_head
+    assert tree_snapshot(library) == snapshot
+    assert (library / "librarian.lock").read_bytes() == lock_bytes
+    assert (library / ".git" / "index").read_bytes() == index
+    assert not list((library / ".git" / "librarian" / "stage").glob("*"))
+
+
+def test_local_edit_of_an_item_removed_upstream_is_a_conflict(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    (library / "sources" / "team" / "skills" / "docx" / "notes.md").write_text("mine\n")
+    upstream.remove("skills/docx").commit("drop docx")
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 3
+    assert result.json["conflicts"][0]["reason"] == "local edit, removed upstream"
+
+
+@requires_git
+def test_force_backs_up_the_edit_and_the_printed_command_restores_it(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    mine = edited.read_bytes() + b"My local note.\n"
+    edited.write_bytes(mine)
+    (edited.parent / "extra.md").write_text("an extra file\n")
+    upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
+    result = lib(capsys, library, "update", "--force", "--json")
+    assert result.code == 0, result.err
+    backup = result.json["backups"][0]
+    assert backup["ref"].startswith("refs/librarian/backups/team/")
+    assert backup["paths"] == ["sources/team/skills/pdf"]
+    assert edited.read_text().endswith("Upstream two.\n")
+    assert not (edited.parent / "extra.md").exists()
+    assert_git_consistent(library)
+    assert ("Librarian-Backup", backup["ref"]) in trailers(library)
+    human_restore = backup["restore"][0]
+    assert human_restore == f"git restore --source={backup['ref']} -- sources/team/skills/pdf"
+    git(library, *human_restore.split()[1:])
+    assert edited.read_bytes() == mine
+    assert (edited.parent / "extra.md").read_text() == "an extra file\n"
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    old, snapshot = head(library), tree_snapshot(library)
+    result = lib(capsys, library, "update", "--dry-run")
+    assert result.code == 0, result.err
+    assert "add       team:pdf" in result.out and "dry run" in result.out
+    assert head(library) == old and tree_snapshot(library) == snapshot
+
+
+def test_include_and_exclude_filter_items_by_upstream_path(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    upstream.skill("skills/internal-notes").commit("more")
+    add(capsys, library, "team", upstream.url, "--include", "skills/*",
+        "--exclude", "*/internal-*")
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    assert set(lock(library)["team"].items) == {"skills/pdf", "skills/docx"}
+    assert result.json["plans"][0]["filtered_out"] == 2
+    assert not (library / "sources" / "team" / "recipes").exists()
+
+
+def test_hostile_upstream_items_are_skipped_with_reasons(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    upstream.skill("skills/linked").put("skills/linked/evil", b"/etc/passwd", MODE_LINK)
+    upstream.put("escape/../SKILL.md", b"---\nname: x\n---\n")
+    upstream.skill("skills/leaky").put("skills/leaky/.env", b"TOKEN=abc\n")
+    upstream.skill("skills/keys").put(
+        "skills/keys/id_rsa", b"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY"
+        b"-----\n")
+    upstream.skill("skills/huge").put("skills/huge/blob.bin", b"\0" * (8 * 1024 * 1024 + 1))
+    upstream.skill("skills/sub").put("skills/sub/vendor", b"a" * 40, MODE_GITLINK)
+    upstream.put("skills/badfront/SKILL.md", b"---\nname: [oops\n---\n")
+    deep = "/".join(["d"] * (MAX_DEPTH + 2))
+    upstream.skill(f"{deep}/deep")
+    upstream.commit("hostile")
+    add(capsys, library, "team", upstream.url)
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    skipped = {s["path"]: " ".join(s["problems"]) for s in result.json["plans"][0]["skipped"]}
+    assert "symbolic link" in skipped["skills/linked"]
+    assert "escape/.." in skipped
+    assert "secret" in skipped["skills/leaky"]
+    assert "secret" in skipped["skills/keys"]
+    assert "limit per file" in skipped["skills/huge"]
+    assert "submodule" in skipped["skills/sub"]
+    assert "skills/badfront" in skipped
+    assert any("deeper" in v for v in skipped.values())
+    assert set(lock(library)["team"].items) == {"skills/pdf", "skills/docx", "recipes/review"}
+    installed = {p for p in tree_snapshot(library / "sources")}
+    assert not any(bad in p for p in installed for bad in (
+        "linked", "leaky", "keys", "huge", "sub/", "badfront", "escape", "d/d"))
+    assert not (library.parent / "SKILL.md").exists()
+    assert result.json["warnings"]
+
+
+def test_two_sources_with_same_named_skills_and_a_local_one_coexist(
+    library: Path, tmp_path: Path, upstream: Upstream, capsys: Cap, make_skill: object
+) -> None:
+    other = Upstream(tmp_path / "other.git")
+    other.skill("pdf", body="The other team's pdf.\n").commit("first")
+    add(capsys, library, "team", upstream.url)
+    add(capsys, library, "other", other.url)
+    from helpers import make_skill as make
+    source = make(tmp_path / "mine", "pdf", body="My own pdf.\n")
+    assert lib(capsys, library, "retain", str(source)).code == 0
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    assert [p["source"] for p in result.json["plans"]] == ["other", "team"]
+    assert ("Librarian-Source", "other") in (trailers(library) if GIT else [("Librarian-Source",
+                                                                             "other")])
+    assert "other team's" in lib(capsys, library, "cat", "other:pdf").out
+    assert "Do it." in lib(capsys, library, "cat", "team:pdf").out
+    assert "My own pdf." in lib(capsys, library, "cat", "pdf").out
+    # updating one source leaves the other alone
+    other.skill("pdf", body="Other v2.\n").commit("two")
+    only = lib(capsys, library, "update", "team", "--json")
+    assert only.json["up_to_date"] is True
+    assert lib(capsys, library, "update", "other").code == 0
+    assert "Other v2." in lib(capsys, library, "cat", "other:pdf").out
+
+
+def test_missing_item_is_restored_when_upstream_changes_it(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    import shutil
+
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    shutil.rmtree(library / "sources" / "team" / "skills" / "pdf")
+    upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
+    assert lib(capsys, library, "update").code == 0
+    assert (library / "sources" / "team" / "skills" / "pdf" / "SKILL.md").exists()
+
+
+def test_managed_items_are_read_only_to_revise_and_retire(
+    library: Path, upstream: Upstream, capsys: Cap, tmp_path: Path
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    from helpers import make_skill as make
+    source = make(tmp_path / "new", "pdf", body="Changed.\n")
+    for args in (("revise", "team:pdf", str(source)), ("retire", "team:pdf")):
+        result = lib(capsys, library, *args)
+        if "No such command" in result.err:
+            pytest.skip(f"{args[0]} is not registered yet")
+        assert result.code == 3, (args, result.err)
+        assert "upstream" in result.err
+
+
+def test_exposed_managed_recipe_becomes_stale_after_an_upstream_change(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    exposed = lib(capsys, library, "expose", "team:review", "--as", "review")
+    if "No such command" in exposed.err:
+        pytest.skip("expose is not registered yet")
+    assert exposed.code == 0, exposed.err
+    upstream.recipe("recipes/review", script="echo changed\n").commit("two")
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    assert result.json["stale_tools"] == ["review"]
+    tools = lib(capsys, library, "status", "--json").json["tools"]
+    assert [(t["name"], t["status"]) for t in tools] == [("review", "stale")]
+
+
+def test_no_sources_and_unknown_sources(library: Path, capsys: Cap) -> None:
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0 and result.json["plans"] == [] and result.json["commit"] is None
+    assert "no sources" in lib(capsys, library, "update").out
+    unknown = lib(capsys, library, "update", "nope")
+    assert unknown.code == 2 and "no source named 'nope'" in unknown.err
+
+
+def test_staged_content_is_verified_against_the_plan(
+    library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from librarian.gitstore import GitStore
+    from librarian.model import ItemFile
+
+    add(capsys, library, "team", upstream.url)
+    original = GitStore.read_files
+
+    def corrupted(self: GitStore, tree: bytes) -> tuple[ItemFile, ...]:
+        return tuple(ItemFile(f.path, f.executable, f.data + b"!") for f in original(self, tree))
+
+    monkeypatch.setattr(GitStore, "read_files", corrupted)
+    old, snapshot = head(library), tree_snapshot(library)
+    result = lib(capsys, library, "update")
+    assert result.code == 4, result.err
+    assert "does not match the planned digest" in result.err
+    assert head(library) == old and tree_snapshot(library) == snapshot
+    assert not list((library / ".git" / "librarian" / "stage").glob("*"))
+
+
+def test_removing_items_whose_directories_are_gone_from_the_work_tree(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    import shutil
+
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    shutil.rmtree(library / "sources")
+    upstream.remove("skills/docx").commit("drop docx")
+    result = lib(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    assert {i["name"]: i["action"] for i in result.json["plans"][0]["items"]}["team:docx"] == \
+        "remove"
+    assert lib(capsys, library, "source", "remove", "team").code == 0
+    assert not (library / ".git" / "librarian" / "journal.json").exists()

@@ -1,0 +1,120 @@
+"""`update` killed by SIGKILL at several points, then recovered: the library is exactly
+before or exactly after the update, and no local edit is lost."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from helpers import GIT, git_text, head, run_main, run_process, tree_snapshot
+from sources_helpers import Upstream
+
+from librarian.config import load_lock
+
+Cap = pytest.CaptureFixture[str]
+
+#: crash point -> whether the update is committed once recovered
+POINTS = {
+    "update-after-fetch": False,
+    "update-after-backup": False,
+    "after-objects": False,
+    "after-journal": False,
+    "after-cas": True,
+    "after-swap": True,
+}
+
+
+def _prepare(tmp_path: Path, capsys: Cap) -> tuple[Path, Upstream]:
+    from librarian.create import init_library
+
+    library = tmp_path / "lib"
+    init_library(library, "crash-lib")
+    up = Upstream(tmp_path / "up.git")
+    up.skill("skills/pdf").skill("skills/docx").skill("skills/keep").recipe("recipes/review")
+    up.commit("first")
+    args = ("--library", str(library))
+    assert run_main(capsys, *args, "source", "add", "team", up.url).code == 0
+    assert run_main(capsys, *args, "update").code == 0
+    # local edits: one upstream leaves alone (kept), one upstream changes (forced over)
+    kept = library / "sources" / "team" / "skills" / "keep" / "SKILL.md"
+    kept.write_bytes(kept.read_bytes() + b"kept local edit\n")
+    forced = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    forced.write_bytes(forced.read_bytes() + b"forced local edit\n")
+    up.skill("skills/pdf", body="Upstream two.\n").remove("skills/docx").skill("skills/new")
+    up.recipe("recipes/review", script="echo two\n").commit("second")
+    return library, up
+
+
+def _backup_refs(library: Path) -> list[str]:
+    refs = library / ".git" / "refs" / "librarian" / "backups"
+    return sorted(p.name for p in refs.rglob("*") if p.is_file()) if refs.exists() else []
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_killed_update_is_recovered_to_exactly_before_or_after(
+    tmp_path: Path, capsys: Cap, point: str
+) -> None:
+    library, _ = _prepare(tmp_path, capsys)
+    reference = tmp_path / "reference"
+    shutil.copytree(library, reference, symlinks=True)
+    before_head, before = head(library), tree_snapshot(library)
+    done = run_process("--library", str(reference), "update", "--force")
+    assert done.returncode == 0, done.stderr
+    after = tree_snapshot(reference)
+    assert after != before
+
+    killed = run_process("--library", str(library), "update", "--force",
+                         env={"LIBRARIAN_CRASH_AT": point})
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr)
+    recovered = run_process("--library", str(library), "recover", "--json")
+    assert recovered.returncode == 0, recovered.stderr
+
+    pdf = library / "sources" / "team" / "skills" / "pdf"
+    kept = library / "sources" / "team" / "skills" / "keep" / "SKILL.md"
+    assert kept.read_text().endswith("kept local edit\n")  # never touched
+    if POINTS[point]:
+        assert head(library) != before_head
+        assert tree_snapshot(library) == after
+        assert load_lock((library / "librarian.lock").read_bytes()) == load_lock(
+            (reference / "librarian.lock").read_bytes())
+    else:
+        assert head(library) == before_head
+        assert tree_snapshot(library) == before
+        assert (pdf / "SKILL.md").read_text().endswith("forced local edit\n")
+    if point != "update-after-fetch":
+        # the overwritten edit is saved in a backup before anything else changes
+        assert _backup_refs(library), "no backup ref"
+    if GIT is not None:
+        porcelain = git_text(library, "status", "--porcelain", "--untracked-files=all")
+        expected = {" M sources/team/skills/keep/SKILL.md"}
+        if not POINTS[point]:
+            expected.add(" M sources/team/skills/pdf/SKILL.md")
+        assert set(porcelain.splitlines()) == expected
+        if point != "update-after-fetch":
+            ref = "refs/librarian/backups/team/" + _backup_refs(library)[0]
+            saved = git_text(library, "show", f"{ref}:sources/team/skills/pdf/SKILL.md")
+            assert saved.endswith("forced local edit\n")
+    state = library / ".git" / "librarian"
+    assert not (state / "journal.json").exists()
+    assert not any((state / "stage").iterdir()) if (state / "stage").exists() else True
+    # and the library works on: the update completes (or is already complete)
+    final = run_process("--library", str(library), "update", "--force", "--json")
+    assert final.returncode == 0, final.stderr
+    assert tree_snapshot(library) == after
+
+
+def test_recovery_also_runs_at_the_start_of_the_next_changing_command(
+    tmp_path: Path, capsys: Cap
+) -> None:
+    library, _ = _prepare(tmp_path, capsys)
+    killed = run_process("--library", str(library), "update", "--force",
+                         env={"LIBRARIAN_CRASH_AT": "after-cas"})
+    assert killed.returncode == -signal.SIGKILL
+    assert (library / ".git" / "librarian" / "journal.json").exists()
+    result = run_process("--library", str(library), "update", "--json")
+    assert result.returncode == 0, result.stderr
+    assert not (library / ".git" / "librarian" / "journal.json").exists()
+    assert (library / "sources" / "team" / "skills" / "new" / "SKILL.md").exists()
+    assert not (library / "sources" / "team" / "skills" / "docx").exists()

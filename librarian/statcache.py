@@ -16,8 +16,10 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import struct
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from .gitstore import GitStore, ObjectId
 from .worktree import ItemHash, NotRegularFile, hash_work_dir
 
 RACY_SECONDS = 2
-_VERSION = 1
+_VERSION = 2
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -56,40 +58,78 @@ class SpecialFileError(Exception):
 _STAT = struct.Struct("<qqqqI")
 
 
-def _signature(directory: str, racy_after_ns: int) -> tuple[str, bool]:
-    """(signature of every file's lstat below ``directory``, whether any file is racy).
+@dataclass(frozen=True)
+class Scan:
+    """What one look at an item directory found."""
 
-    The hot loop of ``status``: string paths, d_type from scandir (no stat for
-    directories), one packed record per file."""
-    parts: list[tuple[str, bytes]] = []
+    signature: str  # over every file's (path, size, mtime, ctime, inode, mode)
+    racy: bool  # a file or directory changed too recently to be trusted next time
+    dirs: list[list[Any]]  # [relative dir ("" for the item itself), mtime_ns]
+    files: list[str]  # relative paths, sorted
+
+
+def _digest_records(records: list[tuple[str, bytes]]) -> str:
+    hasher = hashlib.blake2b(digest_size=16)
+    for name, record in records:
+        hasher.update(name.encode("utf-8", "surrogateescape"))
+        hasher.update(record)
+    return hasher.hexdigest()
+
+
+def _full_scan(directory: str, racy_after_ns: int) -> Scan:
+    """Read every directory: the first look, or after a directory's entries changed."""
+    records: list[tuple[str, bytes]] = []
+    dirs: list[list[Any]] = []
     racy = False
     pack = _STAT.pack
     pending = [(directory, "")]
     while pending:
         current, prefix = pending.pop()
+        mtime = os.stat(current).st_mtime_ns  # noqa: PTH116 - hot loop, str paths
+        racy = racy or mtime >= racy_after_ns
+        dirs.append([prefix, mtime])
         with os.scandir(current) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, f"{prefix}{entry.name}/"))
                 elif entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
-                    mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
-                    if mtime >= racy_after_ns or ctime >= racy_after_ns:
+                    if st.st_mtime_ns >= racy_after_ns or st.st_ctime_ns >= racy_after_ns:
                         racy = True
-                    parts.append((prefix + entry.name,
-                                  pack(st.st_size, mtime, ctime, st.st_ino, st.st_mode)))
+                    records.append((prefix + entry.name, pack(
+                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)))
                 else:
                     raise SpecialFileError(entry.path)
-    parts.sort()
-    hasher = hashlib.blake2b(digest_size=16)
-    for name, record in parts:
-        hasher.update(name.encode("utf-8", "surrogateescape"))
-        hasher.update(record)
-    return hasher.hexdigest(), racy
+    records.sort()
+    return Scan(_digest_records(records), racy, dirs, [name for name, _ in records])
+
+
+def _quick_scan(
+    directory: str, dirs: list[list[Any]], files: list[str], racy_after_ns: int
+) -> str | None:
+    """The signature from the cached file list, when no directory's entries changed
+    (a directory's mtime moves whenever an entry is added, removed or renamed in it);
+    None when one did. Saves reading 40,000 directories on a 10,000-item library."""
+    for relative, mtime in dirs:
+        path = f"{directory}/{relative}" if relative else directory
+        current = os.stat(path).st_mtime_ns  # noqa: PTH116 - hot loop, str paths
+        if current != mtime or current >= racy_after_ns:
+            return None
+    pack = _STAT.pack
+    records = []
+    for relative in files:
+        st = os.lstat(directory + "/" + relative)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        records.append((relative, pack(
+            st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)))
+    return _digest_records(records)
 
 
 class WorkTreeCache:
-    """Ids of work-tree item directories, re-reading only directories that changed."""
+    """Ids of work-tree item directories, re-reading only directories that changed.
+
+    Entry per item: [signature, sha1 tree id, sha256 digest, dirs, files]."""
 
     def __init__(self, cache_dir: Path) -> None:
         self._path = cache_dir / "items.json"
@@ -100,18 +140,26 @@ class WorkTreeCache:
 
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
         """Ids of ``directory``; None when it holds no files. Raises SpecialFileError."""
-        signature, racy = _signature(directory, self._racy_after_ns)
         cached = self._entries.get(key)
-        if isinstance(cached, list) and len(cached) == 3 and cached[0] == signature:
+        if isinstance(cached, list) and len(cached) == 5:
+            try:
+                signature = _quick_scan(directory, cached[3], cached[4], self._racy_after_ns)
+            except (FileNotFoundError, NotADirectoryError):
+                signature = None
+            if signature is not None and signature == cached[0]:
+                self._seen[key] = cached
+                return ItemHash(cached[1].encode(), cached[2]) if cached[1] else None
+        scan = _full_scan(directory, self._racy_after_ns)
+        if isinstance(cached, list) and len(cached) == 5 and cached[0] == scan.signature:
             self._seen[key] = cached
             return ItemHash(cached[1].encode(), cached[2]) if cached[1] else None
         try:
             ids = hash_work_dir(Path(directory))
-        except NotRegularFile as exc:  # appeared between the signature and the read
+        except NotRegularFile as exc:  # appeared between the scan and the read
             raise SpecialFileError(str(directory)) from exc
-        if not racy:
-            entry = [signature, ids.tree_sha1.decode() if ids else "", ids.digest if ids else ""]
-            self._seen[key] = entry
+        if not scan.racy:
+            self._seen[key] = [scan.signature, ids.tree_sha1.decode() if ids else "",
+                               ids.digest if ids else "", scan.dirs, scan.files]
             self._dirty = True
         return ids
 

@@ -240,7 +240,7 @@ def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch
     (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"changed\n")
     report = library_status(lib)
     assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
-    assert json.loads((lib.cache_dir / "items.json").read_bytes())["version"] == 1
+    assert json.loads((lib.cache_dir / "items.json").read_bytes())["version"] == statcache._VERSION
 
 
 def test_cached_digest_matches_a_fresh_computation(
@@ -253,3 +253,38 @@ def test_cached_digest_matches_a_fresh_computation(
     shutil.rmtree(lib.cache_dir)
     third = {i.path: i.digest for i in library_status(lib).items}
     assert first == second == third
+
+
+def test_cached_file_lists_still_see_entries_added_removed_or_replaced(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path trusts a cached file list while no directory's mtime moved; every
+    kind of entry change below an item must still be seen."""
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    lib = Library(stocked)
+    item = stocked / "skills" / "alpha"
+    (item / "more").mkdir()
+    (item / "more" / "a.md").write_bytes(b"a\n")
+    assert {i.path: i.status for i in library_status(lib).items}["skills/alpha"] == "modified"
+    shutil.rmtree(item / "more")
+
+    def alpha() -> str:
+        return {i.path: i.status for i in library_status(lib).items}["skills/alpha"]
+
+    assert alpha() == "clean"  # caches the file list of a clean item
+    assert alpha() == "clean"  # and now answers from it
+    (item / "extra.md").write_bytes(b"new\n")
+    assert alpha() == "modified"
+    (item / "extra.md").unlink()
+    assert alpha() == "clean"
+    (item / "notes" / "b.md").write_bytes(b"b\n")  # a new entry one level down
+    assert alpha() == "modified"
+    (item / "notes" / "b.md").unlink()
+    assert alpha() == "clean"
+    original = (item / "SKILL.md").read_bytes()
+    (item / "SKILL.md").unlink()
+    (item / "SKILL.md").symlink_to(stocked / "library.yaml")
+    assert alpha() == "modified"
+    (item / "SKILL.md").unlink()
+    (item / "SKILL.md").write_bytes(original)
+    assert alpha() == "clean"

@@ -23,7 +23,8 @@ from .config import (
     load_lock,
 )
 from .errors import ConflictError, UsageError
-from .gitstore import GitStore, ObjectId, strip_credentials, url_has_password
+from .gitremote import strip_credentials, url_has_password
+from .gitstore import GitStore, ObjectId
 from .library import Library
 from .names import check_name
 from .receipts import Receipt

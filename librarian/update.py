@@ -31,7 +31,8 @@ from .config import (
 )
 from .digest import MODE_FILE, MODE_TREE
 from .errors import ConflictError, UsageError
-from .gitstore import GitStore, ObjectId, TreeEntry, fetch_ref, make_tree, strip_credentials
+from .gitremote import fetch_ref, strip_credentials
+from .gitstore import GitStore, ObjectId, TreeEntry, make_tree
 from .library import Library
 from .model import MANIFEST_FILES, ItemKind, Policy
 from .statcache import SpecialFileError, WorkTreeCache

@@ -19,7 +19,7 @@ from helpers import (
 from sources_helpers import Upstream
 
 from librarian.config import load_library_config, load_lock
-from librarian.gitstore import strip_credentials
+from librarian.gitremote import strip_credentials
 
 Cap = pytest.CaptureFixture[str]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -233,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # the one place a bug is turned into exit 1
         if os.environ.get("LIBRARIAN_DEBUG"):
+            import traceback  # only on this path: it costs ~20 ms to import
+
             traceback.print_exc()
         _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
               "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",

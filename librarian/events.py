@@ -38,6 +38,10 @@ def _one_line(value: str) -> str:
 
 
 def format_message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
+    events = [value for key, value in trailers if key == "Librarian-Event"]
+    if len(events) > 1 or (events and events[0] not in EVENTS):
+        # A programming error, not user input: the event vocabulary is the spec's.
+        raise ValueError(f"a commit carries at most one known event, got {events}")
     lines = [_one_line(subject), ""]
     lines += [f"{key}: {_one_line(value)}" for key, value in trailers]
     return "\n".join(lines) + "\n"

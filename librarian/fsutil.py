@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-
-from .errors import UsageError
 
 
 def fsync_dir(path: Path) -> None:
@@ -58,31 +54,3 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             tmp.unlink()
         raise
     fsync_dir(directory)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a file or directory tree if present (never follows symlinks)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
-
-
-def ensure_inside(root: Path, candidate: Path, what: str = "path") -> Path:
-    """Return ``candidate`` resolved, or raise when it escapes ``root``."""
-    resolved_root = root.resolve()
-    resolved = candidate.resolve()
-    if resolved != resolved_root and resolved_root not in resolved.parents:
-        raise UsageError(f"{what} {candidate} is outside {root}", path=str(candidate))
-    return resolved
-
-
-@contextlib.contextmanager
-def scratch_dir(parent: Path, prefix: str) -> Iterator[Path]:
-    """A temporary directory under ``parent`` (same file system), removed afterwards."""
-    parent.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)

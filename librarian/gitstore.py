@@ -14,13 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
-from .errors import ConflictError, LibrarianError, UsageError
+from .errors import ConflictError, UsageError
 from .fsutil import fsync_dir
 from .model import ItemFile
 
@@ -56,7 +57,7 @@ class GitStore:
         self.root = root
         try:
             self._repo = Repo(str(root))
-        except Exception as exc:  # dulwich raises NotGitRepository and OS errors
+        except (NotGitRepository, OSError) as exc:
             raise UsageError(f"{root} is not a git repository: {exc}") from None
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
@@ -151,16 +152,15 @@ class GitStore:
 
     def resolve(self, revision: str) -> ObjectId:
         """A commit id from a full or abbreviated hex id, a branch, tag or HEAD."""
-        from dulwich.objectspec import parse_commit
+        from dulwich.objectspec import AmbiguousShortId, parse_commit
 
         try:
             return bytes(parse_commit(self._repo, revision.encode()).id)
         except (KeyError, ValueError) as exc:
             raise UsageError(f"unknown revision {revision!r}") from exc
-        except LibrarianError:
-            raise
-        except Exception as exc:  # dulwich raises several ambiguity errors here
-            raise UsageError(f"cannot resolve revision {revision!r}: {exc}") from None
+        except AmbiguousShortId:
+            raise UsageError(f"the revision {revision!r} is ambiguous",
+                             hint="give more characters of the commit id") from None
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
         obj = self._get(tree)
@@ -385,10 +385,6 @@ def blob_sha1(data: bytes) -> ObjectId:
     import hashlib
 
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
-
-
-def is_git_dir(path: Path) -> bool:
-    return (path / ".git").is_dir() or (path / "HEAD").is_file() and (path / "objects").is_dir()
 
 
 def index_entries(root: Path, index_file: Path | None = None) -> list[tuple[str, int, ObjectId]]:

@@ -26,14 +26,6 @@ _BOM = "\ufeff"
 # Fences are whole lines "---" (trailing blanks and CR tolerated, so CRLF files parse).
 _FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$(?:\n|\Z)", re.S | re.M)
 _OPENING_RE = re.compile(r"\A---[ \t]*\r?(?:\n|\Z)")
-# PyYAML lets a few errors escape as plain exceptions (e.g. ValueError for a date such as
-# 2024-13-45, RecursionError for absurd nesting); they are still "not valid YAML".
-YAML_ESCAPES: tuple[type[Exception], ...] = (
-    ValueError,
-    TypeError,
-    OverflowError,
-    RecursionError,
-)
 
 
 def validation_error(
@@ -74,11 +66,8 @@ def load_yaml_collecting(text: str, what: str, problems: list[str]) -> Any:
     """``load_yaml`` that records a failure in ``problems`` and returns None instead."""
     try:
         return load_yaml(text, what)
-    except UsageError as exc:
+    except UsageError as exc:  # yamlio maps every PyYAML failure to UsageError
         problems.append(exc.message)
-    except YAML_ESCAPES as exc:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        problems.append(f"{what} is not valid YAML: {detail}")
     return None
 
 
@@ -107,21 +96,6 @@ def parse_skill_md(data: bytes, where: str) -> SkillManifest:
     if manifest is None or problems:
         raise validation_error(where, f"invalid {SKILL_FILE}", problems)
     return manifest
-
-
-def skill_frontmatter_name(data: bytes) -> str | None:
-    """The frontmatter ``name`` when it can be read (whether valid or not), else None."""
-    problems: list[str] = []
-    text = decode_text(data, SKILL_FILE, problems)
-    parts = split_frontmatter(text) if text is not None else None
-    if parts is None:
-        return None
-    document = load_yaml_collecting(parts[0], "frontmatter", problems)
-    if isinstance(document, Mapping):
-        name = document.get("name")
-        if isinstance(name, str):
-            return name
-    return None
 
 
 def _parse(data: bytes, problems: list[str]) -> SkillManifest | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
-from .errors import ConflictError, TrustError, UsageError
+from .errors import ConflictError, LibrarianError, TrustError, UsageError
 from .events import format_message
 from .fsutil import atomic_write, fsync_dir, write_file_durably
 from .gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
@@ -180,8 +180,15 @@ def commit_changes(
     store.flush(new)
     crash_point("after-objects")
 
+    if (library.git_dir / "index.lock").exists():
+        # Checked before the branch moves: once it has, the change is made.
+        raise ConflictError(
+            "the git index is locked (.git/index.lock exists); nothing was changed",
+            hint="another git command is running; if none is, remove .git/index.lock",
+        )
     tx = uuid.uuid4().hex[:12]
     stage = library.stage_dir / tx
+    paths = [c.path for c in changes]
     try:
         _stage_changes(stage, changes, store)
         journal = {
@@ -189,7 +196,7 @@ def commit_changes(
             "branch": store.branch().decode(),
             "base": base.decode() if base else None,
             "new": new.decode(),
-            "paths": [c.path for c in changes],
+            "paths": paths,
         }
         atomic_write(library.journal_path, json.dumps(journal, indent=1).encode())
         crash_point("after-journal")
@@ -198,10 +205,41 @@ def commit_changes(
         _discard(library, tx)
         raise
     crash_point("after-cas")
-    _swap_in(library, store, tx, [c.path for c in changes], new_tree)
+    done: list[tuple[str, int]] = []
+    try:
+        _swap_in(library, store, tx, paths, new_tree, done)
+    except (LibrarianError, OSError):
+        # A failure after the branch moved (a vanished directory, a full disk, an index
+        # locked since the check): put everything back so the command changed nothing.
+        # If even that fails, the journal stays and the next command finishes the change.
+        _undo(library, store, tx, paths, done, base, new)
+        raise
     crash_point("after-swap")
     _discard(library, tx)
     return CommitResult(new.decode(), base.decode() if base else None)
+
+
+def _undo(
+    library: Library,
+    store: GitStore,
+    tx: str,
+    paths: Sequence[str],
+    done: list[tuple[str, int]],
+    base: ObjectId | None,
+    new: ObjectId,
+) -> None:
+    if base is None:
+        return  # the branch was born here: `init` removes the whole library itself
+    stage, trash = library.stage_dir / tx, library.trash_dir / tx
+    for step, number in reversed(done):
+        target = library.path_of(paths[number])
+        if step == "placed":
+            target.rename(stage / str(number))
+        else:  # "moved": the old content back into place
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (trash / str(number)).rename(target)
+    store.set_ref(store.branch(), new, base, b"librarian: undo an unfinished change")
+    _discard(library, tx)
 
 
 def _stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
@@ -232,10 +270,17 @@ def _verify_staged(slot: Path, change: TreeChange) -> None:
 
 
 def _swap_in(
-    library: Library, store: GitStore, tx: str, paths: Sequence[str], new_tree: ObjectId
+    library: Library,
+    store: GitStore,
+    tx: str,
+    paths: Sequence[str],
+    new_tree: ObjectId,
+    done: list[tuple[str, int]] | None = None,
 ) -> None:
-    """Steps 5 and 6; also the roll-forward of ``recover`` (idempotent)."""
+    """Steps 5 and 6; also the roll-forward of ``recover`` (idempotent). ``done`` records
+    each rename ("moved" old content to trash, "placed" new content) for ``_undo``."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
+    steps = done if done is not None else []
     for number, path in enumerate(paths):
         target, slot = library.path_of(path), stage / str(number)
         desired = store.lookup(new_tree, path)
@@ -243,9 +288,11 @@ def _swap_in(
             if target.exists() or target.is_symlink():
                 trash.mkdir(parents=True, exist_ok=True)
                 target.rename(trash / str(number))
+                steps.append(("moved", number))
             if desired is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                _make_parents(target.parent)
                 slot.rename(target)
+                steps.append(("placed", number))
             if target.parent.is_dir():  # removing a path whose parent is gone already
                 fsync_dir(target.parent)
         elif not (target.exists()):
@@ -254,8 +301,19 @@ def _swap_in(
     _update_index(library, store, paths, new_tree)
 
 
+def _make_parents(directory: Path) -> None:
+    """Create ``directory`` and missing parents, fsyncing each new entry's parent."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir()
+        fsync_dir(path.parent)
+
+
 def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _make_parents(target.parent)
     if entry.mode == MODE_TREE:
         write_files(target, store.read_files(entry.sha))
     else:
@@ -298,8 +356,10 @@ def _discard(library: Library, tx: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         library.journal_path.unlink()
         fsync_dir(library.state_dir)
-    shutil.rmtree(library.stage_dir / tx, ignore_errors=True)
-    shutil.rmtree(library.trash_dir / tx, ignore_errors=True)
+    for directory in (library.stage_dir, library.trash_dir):
+        shutil.rmtree(directory / tx, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another transaction's leftovers keep it
+            directory.rmdir()
 
 
 def recover(library: Library, store: GitStore) -> str | None:
@@ -307,11 +367,11 @@ def recover(library: Library, store: GitStore) -> str | None:
     try:
         journal = json.loads(library.journal_path.read_bytes())
     except FileNotFoundError:
-        return None
+        return _sweep(library)
     except ValueError:
         # A torn journal cannot exist (atomic_write); treat garbage as nothing to do.
         library.journal_path.unlink()
-        return None
+        return _sweep(library)
     tx, new = str(journal["tx"]), str(journal["new"]).encode()
     head = store.ref(str(journal["branch"]).encode())
     if head is not None and _reaches(store, head, new):
@@ -321,6 +381,20 @@ def recover(library: Library, store: GitStore) -> str | None:
         outcome = "rolled back an interrupted change (nothing had been committed)"
     _discard(library, tx)
     return outcome
+
+
+def _sweep(library: Library) -> str | None:
+    """Remove stage and trash left by a command killed before it wrote its journal: under
+    the lock, with no journal, no transaction can still need them."""
+    leftovers = [
+        entry
+        for directory in (library.stage_dir, library.trash_dir)
+        if directory.is_dir()
+        for entry in directory.iterdir()
+    ]
+    for entry in leftovers:
+        shutil.rmtree(entry, ignore_errors=True)
+    return "removed the staging area of a change that never started" if leftovers else None
 
 
 def _reaches(store: GitStore, head: ObjectId, target: ObjectId, limit: int = 64) -> bool:

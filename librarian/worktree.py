@@ -88,9 +88,13 @@ def write_files(target: Path, files: tuple[ItemFile, ...]) -> None:
     created = {target}
     for item_file in files:
         path = target.joinpath(*item_file.path.split("/"))
-        if path.parent not in created:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            created.add(path.parent)
+        chain, parent = [], path.parent
+        while parent not in created:  # every directory between target and the file
+            chain.append(parent)
+            parent = parent.parent
+        for directory in reversed(chain):
+            directory.mkdir()
+            created.add(directory)
         write_file_durably(path, item_file.data, executable=item_file.executable)
     for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
         fsync_dir(directory)

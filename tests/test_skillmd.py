@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from librarian.errors import LibrarianError, ValidationError
 from librarian.model import SkillManifest
 from librarian.names import name_problem
-from librarian.skillmd import parse_skill_md, skill_frontmatter_name, split_frontmatter
+from librarian.skillmd import parse_skill_md
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 
@@ -138,14 +138,6 @@ def test_single_problem_has_no_count() -> None:
     assert info.value.message == "S: invalid SKILL.md: description: is required"
 
 
-def test_skill_frontmatter_name() -> None:
-    assert skill_frontmatter_name(skill("name: Whatever\n")) == "Whatever"
-    assert skill_frontmatter_name(skill("name: 3\n")) is None
-    assert skill_frontmatter_name(b"no frontmatter") is None
-    assert skill_frontmatter_name(b"---\n: [\n---\n") is None
-    assert split_frontmatter("---\na: 1\n---\nbody") == ("a: 1\n", "body")
-
-
 # --- properties ---------------------------------------------------------------------------
 
 name_chars = st.text(alphabet=string.ascii_lowercase + string.digits + "-_A", max_size=70)
@@ -202,4 +194,3 @@ def test_arbitrary_bytes_raise_only_librarian_errors(data: bytes) -> None:
         parse_skill_md(data, "S")
     except LibrarianError:
         pass
-    skill_frontmatter_name(data)

@@ -69,7 +69,7 @@ def test_stale_empty_base_is_refused(library: Path) -> None:
     lib = Library(library)
     before = library_state(library)
     with pytest.raises(ConflictError), mutation(lib) as store:
-        commit_changes(lib, store, base=None, subject="x", trailers=[("Librarian-Event", "x")],
+        commit_changes(lib, store, base=None, subject="x", trailers=[("Librarian-Event", "retain")],
                        changes=[FileChange("extra.yaml", b"a: 1\n")])
     assert library_state(library) == before
     _no_transaction_left(library)
@@ -326,3 +326,57 @@ def test_recover_reports_what_it_did(
     assert result.code == 0
     assert result.json["outcome"] != "nothing to recover"
     assert "finished" in result.json["outcome"]
+
+
+# -- failures around the branch move ---------------------------------------------------
+
+
+def test_a_locked_index_is_refused_before_anything_changes(library: Path, sources: Path) -> None:
+    before = library_state(library)
+    (library / ".git" / "index.lock").write_bytes(b"")
+    with pytest.raises(ConflictError, match="index is locked"):
+        retain(Library(library), make_skill(sources, "late"))
+    assert library_state(library) == before
+    _no_transaction_left(library)
+
+
+def test_a_failure_after_the_branch_moved_is_undone(
+    library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index splice is the last step; when it fails the branch, the work tree and the
+    state directory go back to exactly where they were."""
+    lib = Library(library)
+    retain(lib, make_skill(sources, "kept"))
+    before = library_state(library)
+
+    def failing_splice(*args: object, **kwargs: object) -> None:
+        raise ConflictError("simulated: the index could not be written")
+
+    monkeypatch.setattr(txn, "_update_index", failing_splice)
+    with pytest.raises(ConflictError, match="simulated"):
+        retain(lib, make_skill(sources, "late"))
+    with pytest.raises(ConflictError, match="simulated"):  # a replacement, not an addition
+        with mutation(lib) as store:
+            commit_changes(lib, store, base=head(library).encode(), subject="revise skill kept",
+                           trailers=[("Librarian-Event", "revise")],
+                           changes=[DirChange("skills/kept", NEW_FILES)])
+    assert library_state(library) == before
+    _no_transaction_left(library)
+
+
+def test_recover_sweeps_a_stage_left_without_a_journal(library: Path) -> None:
+    lib = Library(library)
+    leftover = lib.stage_dir / "deadbeef" / "0"
+    leftover.mkdir(parents=True)
+    (leftover / "SKILL.md").write_bytes(b"half\n")
+    assert "staging area" in (txn.recover_library(lib) or "")
+    _no_transaction_left(library)
+
+
+def test_write_files_creates_every_nested_directory(tmp_path: Path) -> None:
+    from librarian.worktree import read_work_files, write_files
+
+    files = (ItemFile("a/b/c/deep.txt", False, b"deep\n"), ItemFile("a/top.sh", True, b"#!\n"),
+             ItemFile("z.md", False, b"z\n"))
+    write_files(tmp_path / "item", files)
+    assert read_work_files(tmp_path / "item") == files

@@ -41,18 +41,31 @@ def _tree_sort_key(entry: tuple[bytes, int, bytes]) -> bytes:
     return name + b"/" if mode == MODE_TREE else name
 
 
-def tree_id(leaves: Iterable[TreeLeaf], algorithm: HashName = "sha256") -> bytes:
-    """Raw id of the git tree holding ``leaves`` (blob ids must use ``algorithm``)."""
+class PathClash(ValueError):
+    """Two paths cannot both be in one tree (``a`` and ``a/b``, or ``a`` twice)."""
+
+
+def nest(leaves: Iterable[tuple[str, object]]) -> dict[str, object]:
+    """Posix paths -> leaves, as nested dicts (one per directory): the shape every tree
+    built here (digests, commits, managed collections) starts from."""
     nested: dict[str, object] = {}
-    for leaf in leaves:
-        parts = leaf.path.split("/")
+    for path, leaf in leaves:
+        parts = path.split("/")
         node = nested
         for part in parts[:-1]:
             child = node.setdefault(part, {})
-            assert isinstance(child, dict), f"{leaf.path} is both a file and a directory"
+            if not isinstance(child, dict):
+                raise PathClash(f"{path} is inside {part}, which is not a directory")
             node = child
+        if parts[-1] in node:
+            raise PathClash(f"{path} appears twice (or holds other entries)")
         node[parts[-1]] = leaf
-    return _hash_tree(nested, algorithm)
+    return nested
+
+
+def tree_id(leaves: Iterable[TreeLeaf], algorithm: HashName = "sha256") -> bytes:
+    """Raw id of the git tree holding ``leaves`` (blob ids must use ``algorithm``)."""
+    return _hash_tree(nest((leaf.path, leaf) for leaf in leaves), algorithm)
 
 
 def _hash_tree(node: Mapping[str, object], algorithm: HashName) -> bytes:

@@ -20,7 +20,7 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
+from .digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathClash, nest
 from .errors import ConflictError, UsageError
 from .fsutil import fsync_dir
 from .model import ItemFile
@@ -287,28 +287,14 @@ class GitStore:
 
     def files_tree(self, files: Sequence[ItemFile]) -> ObjectId:
         """Stage blobs and nested trees for ``files``; returns the top tree id."""
-        nested: dict[str, object] = {}
+        leaves = []
         for item_file in files:
-            parts = item_file.path.split("/")
-            node = nested
-            for part in parts[:-1]:
-                child = node.setdefault(part, {})
-                if not isinstance(child, dict):
-                    raise UsageError(f"{item_file.path} is both a file and a directory")
-                node = child
-            node[parts[-1]] = item_file
-        return self._tree_of(nested)
-
-    def _tree_of(self, node: dict[str, object]) -> ObjectId:
-        tree = Tree()
-        for name, child in node.items():
-            if isinstance(child, ItemFile):
-                mode = MODE_EXECUTABLE if child.executable else MODE_FILE
-                tree.add(name.encode("utf-8"), mode, ObjectID(self.blob(child.data)))
-            else:
-                assert isinstance(child, dict)
-                tree.add(name.encode("utf-8"), MODE_TREE, ObjectID(self._tree_of(child)))
-        return self._stage(tree)
+            mode = MODE_EXECUTABLE if item_file.executable else MODE_FILE
+            leaves.append((item_file.path, TreeEntry(mode, self.blob(item_file.data))))
+        try:
+            return self.nested_tree(nest(leaves))
+        except PathClash as exc:
+            raise UsageError(str(exc)) from None
 
     def nested_tree(self, node: Mapping[str, object]) -> ObjectId:
         """Stage trees for ``node`` (name -> TreeEntry or a nested mapping)."""
@@ -411,16 +397,8 @@ def index_entries(root: Path, index_file: Path | None = None) -> list[tuple[str,
 def make_tree(store: GitStore, entries: Mapping[str, TreeEntry]) -> ObjectId | None:
     """Stage the nested trees holding ``entries`` (posix path -> existing tree or blob),
     reusing every entry's object by id; None when ``entries`` is empty."""
-    nested: dict[str, object] = {}
-    for path, entry in entries.items():
-        parts = path.split("/")
-        node = nested
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise UsageError(f"{path} is nested inside another item")
-            node = child
-        if parts[-1] in node:
-            raise UsageError(f"{path} holds another item")
-        node[parts[-1]] = entry
+    try:
+        nested = nest(entries.items())
+    except PathClash as exc:
+        raise UsageError(f"items overlap: {exc}") from None
     return store.nested_tree(nested) if nested else None

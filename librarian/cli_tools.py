@@ -60,25 +60,29 @@ def approve(
     = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the recipe (or its diff since the last approval) and approve its digest."""
-    from .gate import record_approval, review_approval
+    """Show the recipe (or its diff since the last approval) and approve its digest.
+
+    Asked only on a terminal without --yes or --json; otherwise the command itself is the
+    decision: it approves the digest it shows."""
+    from .gate import ApprovalReview
+    from .gate import approve as approve_recipe
     from .render import approval_review_text, receipt_text
 
-    library = current_library()
-    review = review_approval(library, name)
-    if not as_json:
+    def confirm(review: ApprovalReview) -> bool:
         typer.echo(approval_review_text(review))
-        if not yes and sys.stdin.isatty() and not typer.confirm(
-                f"approve {review.path} at {review.digest[:19]}… to run?"):
-            raise UsageError("not approved")
-    receipt = record_approval(library, review)
+        return typer.confirm(f"approve {review.path} at {review.digest[:19]}… to run?")
+
+    interactive = not yes and not as_json and sys.stdin.isatty()
+    approval = approve_recipe(current_library(), name, confirm if interactive else None)
     if as_json:
-        document = jsonable(receipt)
-        document["files"] = [jsonable(f) for f in review.files]
-        document["diff"] = review.diff
+        document = jsonable(approval.receipt)
+        document["files"] = [jsonable(f) for f in approval.review.files]
+        document["diff"] = approval.review.diff
         emit(document, True)
-    else:
-        typer.echo(receipt_text(receipt))
+        return
+    if not interactive:
+        typer.echo(approval_review_text(approval.review))
+    typer.echo(receipt_text(approval.receipt))
 
 
 def _parse_args(pairs: list[str]) -> dict[str, str]:

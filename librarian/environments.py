@@ -28,6 +28,8 @@ DOCKER_DEFAULT_IMAGE = "alpine:3"
 #: Where the recipe directory is mounted (read-only) inside a container.
 CONTAINER_RECIPE_DIR = "/recipe"
 CONTAINER_WORK_DIR = "/work"
+#: Containers are named ``librarian-<run id>``.
+CONTAINER_PREFIX = "librarian-"
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,19 @@ def _docker() -> Availability:
     return Availability(True, program=client)
 
 
+def container_name(run_id: str) -> str:
+    """The name a docker run's container gets, so it can be killed by name."""
+    return f"{CONTAINER_PREFIX}{run_id}"
+
+
 def command_for(
     manifest: RecipeManifest,
     program: str,
     recipe_dir: Path,
     work_dir: Path,
     env: dict[str, str],
+    *,
+    run_id: str,
 ) -> list[str]:
     """The argv that starts ``manifest``'s entrypoint from ``recipe_dir`` (read-only)."""
     entry = recipe_dir.joinpath(*manifest.entrypoint.split("/"))
@@ -96,23 +105,55 @@ def command_for(
         # -s: no user site-packages; -E: ignore PYTHON* variables (the env is scrubbed anyway).
         return [program, "-s", "-E", str(entry)]
     if manifest.environment == "docker":
-        return _docker_command(manifest, program, recipe_dir, work_dir, env)
+        return docker_command(manifest, program, recipe_dir, work_dir, env, run_id=run_id,
+                              user=(os.getuid(), os.getgid()))
     return _wasm_command(program, entry, work_dir, env)
 
 
-def _docker_command(
-    manifest: RecipeManifest, program: str, recipe_dir: Path, work_dir: Path, env: dict[str, str]
+def docker_command(
+    manifest: RecipeManifest,
+    program: str,
+    recipe_dir: Path,
+    work_dir: Path,
+    env: dict[str, str],
+    *,
+    run_id: str,
+    user: tuple[int, int],
 ) -> list[str]:
+    """``docker run`` for a recipe (a pure function of its arguments).
+
+    The container is named ``librarian-<run id>`` (a timeout kills it by name), runs as
+    ``user`` (the caller's uid:gid, so what it writes to ``/work`` is the caller's), sees
+    the recipe read-only at ``/recipe`` and its working directory at ``/work``, has no
+    network unless the recipe declares it, and gets only the ``LIBRARIAN_*`` variables.
+    Host paths given as ``path`` inputs are not mounted: the gate refuses docker recipes
+    that declare any (see ``path_input_problem``)."""
     network = _network(manifest.effects)
-    argv = [program, "run", "--rm", "-i", "--network", "bridge" if network else "none",
+    uid, gid = user
+    argv = [program, "run", "--rm", "-i", "--name", container_name(run_id),
+            "--user", f"{uid}:{gid}", "--network", "bridge" if network else "none",
             "-v", f"{recipe_dir}:{CONTAINER_RECIPE_DIR}:ro",
             "-v", f"{work_dir}:{CONTAINER_WORK_DIR}", "-w", CONTAINER_WORK_DIR]
     for key, value in sorted(env.items()):
         if key.startswith("LIBRARIAN_INPUT_"):
             argv += ["-e", f"{key}={value}"]
-    argv += ["-e", f"LIBRARIAN_RECIPE_DIR={CONTAINER_RECIPE_DIR}"]
+    argv += ["-e", f"LIBRARIAN_RECIPE_DIR={CONTAINER_RECIPE_DIR}",
+             "-e", f"LIBRARIAN_RUN_ID={run_id}", "-e", f"HOME={CONTAINER_WORK_DIR}"]
     entry = f"{CONTAINER_RECIPE_DIR}/{manifest.entrypoint}"
     return [*argv, DOCKER_DEFAULT_IMAGE, "/bin/sh", entry]
+
+
+def path_input_problem(manifest: RecipeManifest) -> str | None:
+    """Why the recipe cannot run in its environment because of its ``path`` inputs: a
+    docker container sees none of the host's paths, so a docker recipe may not declare
+    any (``None`` when there is no such problem)."""
+    if manifest.environment != "docker":
+        return None
+    paths = [spec.name for spec in manifest.inputs if spec.type == "path"]
+    if not paths:
+        return None
+    return (f"docker recipes cannot take path inputs ({', '.join(paths)}): the container "
+            "does not see host paths")
 
 
 def _wasm_command(program: str, entry: Path, work_dir: Path, env: dict[str, str]) -> list[str]:

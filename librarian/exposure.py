@@ -5,24 +5,26 @@ or linked. The receipt then says whether the tool is ``callable_now`` (resolve �
 persist → activate → prove): the entrypoint exists in the work tree, the work-tree content
 matches the pinned digest, and the declared environment is available on this machine.
 When it is not, the tool stays exposed and the receipt says why.
+
+Reading ``tools.yaml``, whether a tool is stale and the contracts of exposed tools are
+``tools.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from .config import TOOLS_FILE, ToolEntry, dump_tools
 from .content import validate_item
 from .environments import environment_availability
-from .errors import ConflictError, LibrarianError, UsageError
-from .gate import committed_tools, is_approved
+from .errors import ConflictError, UsageError
+from .gate import is_approved
 from .gitstore import GitStore, ObjectId
 from .library import Item, Library
 from .model import RecipeManifest
 from .names import check_name
 from .receipts import Receipt
 from .resolve import find_item
+from .tools import committed_tools
+from .tools import tool_contracts as tool_contracts  # inspect tools reads them here
 from .txn import FileChange, commit_changes, mutation
 from .worktree import NotRegularFile, hash_work_dir
 
@@ -180,64 +182,3 @@ def withdraw(library: Library, tool: str) -> Receipt:
         details={"recipe_retained": True,
                  "note": f"{existing.recipe} stays retained; its history and usage are kept"},
     )
-
-
-# -- contracts of exposed tools (inspect tools, prompt) --------------------------------
-
-
-@dataclass(frozen=True)
-class ToolContract:
-    name: str
-    recipe: str
-    digest: str  # the pin
-    status: str  # ok | stale
-    description: str | None
-    execution: str | None
-    environment: str | None
-    inputs: tuple[dict[str, Any], ...]
-    result: str | None
-    effects: dict[str, Any] | None
-    reason: str | None = None  # why stale
-
-
-def tool_contracts(library: Library, store: GitStore,
-                   tree: ObjectId | None) -> tuple[ToolContract, ...]:
-    """Every exposed tool with its contract as committed (the pinned recipe's manifest when
-    the recipe is still there)."""
-    out = []
-    for name, tool in sorted(committed_tools(store, tree).items()):
-        entry = store.lookup(tree, tool.recipe)
-        if entry is None:
-            out.append(ToolContract(name, tool.recipe, tool.digest, "stale", None, None, None,
-                                    (), None, None, "the recipe is gone"))
-            continue
-        try:
-            content = validate_item(store.read_files(entry.sha), library.config().policy,
-                                    expected_name=tool.recipe.rsplit("/", 1)[-1],
-                                    where=tool.recipe)
-        except LibrarianError as exc:
-            out.append(ToolContract(name, tool.recipe, tool.digest, "stale", None, None, None,
-                                    (), None, None, f"the recipe is invalid: {exc.message}"))
-            continue
-        manifest = content.manifest
-        if not isinstance(manifest, RecipeManifest):
-            out.append(ToolContract(name, tool.recipe, tool.digest, "stale", None, None, None,
-                                    (), None, None, "it is not a recipe"))
-            continue
-        stale = content.digest != tool.digest
-        effects = None
-        if manifest.effects is not None:
-            effects = {"filesystem": manifest.effects.filesystem,
-                       "network": manifest.effects.network}
-        out.append(ToolContract(
-            name=name, recipe=tool.recipe, digest=tool.digest,
-            status="stale" if stale else "ok",
-            description=manifest.description, execution=manifest.execution,
-            environment=manifest.environment,
-            inputs=tuple({"name": i.name, "type": i.type, "required": i.required,
-                          "default": i.default, "description": i.description}
-                         for i in manifest.inputs),
-            result=manifest.result, effects=effects,
-            reason="the recipe changed since it was exposed" if stale else None,
-        ))
-    return tuple(out)

@@ -6,7 +6,8 @@
    draft;
 2. the recipe's work-tree content differs from its committed content (drift);
 3. an input is missing, unknown or of the wrong type;
-4. the declared environment is not available on this machine;
+4. the declared environment is not available on this machine, or it is docker and the
+   recipe declares ``path`` inputs (the container cannot see host paths);
 5. the recipe's committed digest has not been approved.
 
 Approvals live in ``.git/librarian/approvals.json`` (local state, not history), keyed by the
@@ -17,15 +18,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from .config import TOOLS_FILE, ToolEntry, load_tools
+from .config import ToolEntry
 from .content import validate_item
 from .diffing import tree_diff
-from .environments import environment_availability
+from .environments import environment_availability, path_input_problem
 from .errors import ConflictError, GateRefusal, LibrarianError, UsageError
 from .fsutil import atomic_write
 from .gitstore import GitStore, ObjectId
@@ -36,6 +37,8 @@ from .model import ItemFile, RecipeManifest
 from .receipts import Receipt
 from .recipe import coerce_input, input_env_name
 from .resolve import find_item
+from .statcache import DigestCache
+from .tools import committed_tools, tool_state
 from .worktree import NotRegularFile, hash_work_dir
 
 APPROVALS_FILE = "approvals.json"
@@ -54,11 +57,6 @@ class Target:
     manifest: RecipeManifest
     files: tuple[ItemFile, ...]
     commit: str  # the commit everything was read from
-
-
-def committed_tools(store: GitStore, tree: ObjectId | None) -> dict[str, ToolEntry]:
-    entry = store.lookup(tree, TOOLS_FILE)
-    return load_tools(store.read_blob(entry.sha), TOOLS_FILE) if entry is not None else {}
 
 
 def load_recipe(library: Library, store: GitStore, item: Item) -> tuple[
@@ -82,14 +80,9 @@ def resolve_target(library: Library, name: str) -> Target:
         if head is None:
             raise UsageError("the library has no commits yet")
         tree = store.commit(head).tree
-        tools = committed_tools(store, tree)
-        tool = tools.get(name)
+        tool = committed_tools(store, tree).get(name)
         if tool is not None:
-            recipe = store.lookup(tree, tool.recipe)
-            if recipe is None:
-                refuse(library, "tool", name, tool.recipe, tool.digest,
-                       f"tool {name} is stale: its recipe {tool.recipe} is gone",
-                       hint="withdraw the tool, or restore the recipe and re-expose it")
+            _refuse_stale(library, store, tree, name, tool)
             item = find_item(store, tree, tool.recipe)
             entry: Entry = "tool"
         else:
@@ -111,6 +104,25 @@ def resolve_target(library: Library, name: str) -> Target:
         return Target(entry, name, tool, item, digest, manifest, files, head.decode())
 
 
+def _refuse_stale(library: Library, store: GitStore, tree: ObjectId | None, name: str,
+                  tool: ToolEntry) -> None:
+    """Refuse (exit 5) a tool that is not current: its recipe is gone, invalid, or
+    changed since it was exposed."""
+    digests = DigestCache(library.cache_dir)
+    state = tool_state(store, tree, tool, digests)
+    digests.save()
+    if state.stale is None:
+        return
+    recipe = tool.recipe.rsplit("/", 1)[-1]
+    hints = {
+        "gone": "withdraw the tool, or restore the recipe and re-expose it",
+        "invalid": "`librarian check` lists the problems",
+        "changed": f"review it, then `librarian expose {recipe} --as {name} --refresh`",
+    }
+    refuse(library, "tool", name, tool.recipe, tool.digest,
+           f"tool {name} is stale: {state.reason} ({tool.recipe})", hint=hints[state.stale])
+
+
 def refuse(library: Library, entry: str, name: str, recipe: str, digest: str | None,
            reason: str, *, hint: str | None = None) -> NoReturn:
     """Record a refusal in the usage ledger, then raise it (exit 5)."""
@@ -127,10 +139,7 @@ def check_gate(library: Library, target: Target, raw_args: Mapping[str, str], *,
     def deny(reason: str, hint: str | None = None) -> NoReturn:
         refuse(library, target.entry, target.name, item.path, target.digest, reason, hint=hint)
 
-    if target.tool is not None and target.tool.digest != target.digest:
-        deny(f"tool {target.name} is stale: {item.path} changed since it was exposed",
-             hint=f"review it, then `librarian expose {item.name} --as {target.name} "
-             "--refresh`")
+    # 1. a stale tool or a draft was refused when the target was resolved
     work = library.path_of(item.path)
     try:
         ids = hash_work_dir(work) if work.is_dir() else None
@@ -147,6 +156,10 @@ def check_gate(library: Library, target: Target, raw_args: Mapping[str, str], *,
     availability = environment_availability(target.manifest.environment)
     if not availability.available:
         deny(f"the {target.manifest.environment} environment is missing: {availability.reason}")
+    problem = path_input_problem(target.manifest)
+    if problem is not None:
+        deny(problem, hint="pass the content another way (a string input, or stdin), or use "
+             "a shell or python recipe")
     if not approve_now and not is_approved(library, item.path, target.digest):
         deny(f"{item.path} at {target.digest[:19]}… is not approved to run",
              hint=f"review it with `librarian approve {target.name}` (or run with --yes)")
@@ -317,6 +330,23 @@ def approve_target(library: Library, target: Target) -> None:
                     target.commit)
 
 
-def approve(library: Library, name: str) -> Receipt:
-    """Review and approve in one step (the library API; the CLI shows the review first)."""
-    return record_approval(library, review_approval(library, name))
+@dataclass(frozen=True)
+class Approval:
+    """What ``approve`` reviewed and what it recorded."""
+
+    review: ApprovalReview
+    receipt: Receipt
+
+
+def approve(library: Library, name: str,
+            confirm: Callable[[ApprovalReview], bool] | None = None) -> Approval:
+    """Review NAME's committed recipe and approve exactly the reviewed digest.
+
+    ``confirm`` is shown the review and decides (declining is a usage error, exit 2, and
+    records nothing); without it the review is approved as it stands: a non-interactive
+    caller approves what the returned review shows."""
+    review = review_approval(library, name)
+    if confirm is not None and not confirm(review):
+        raise UsageError(f"{review.path} was not approved",
+                         hint=f"nothing was recorded; `librarian approve {name}` again")
+    return Approval(review, record_approval(library, review))

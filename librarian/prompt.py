@@ -29,8 +29,9 @@ from typing import Any
 from .fsutil import atomic_write
 from .gitstore import GitStore
 from .library import Item, Library
+from .tools import ToolContract, ToolInput
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: tool contracts carry their pinned digest
 REGISTRY_CACHE = "prompt.json"
 ITEMS_CACHE = "prompt-items.json"
 
@@ -57,30 +58,6 @@ class RecipeEntry:
     environment: str
     execution: str
     state: str
-
-
-@dataclass(frozen=True)
-class ToolInput:
-    name: str
-    type: str
-    required: bool
-    default: Any
-    description: str | None
-
-
-@dataclass(frozen=True)
-class ToolContract:
-    name: str
-    recipe: str
-    status: str  # ok | stale
-    reason: str | None
-    description: str | None = None
-    execution: str | None = None
-    environment: str | None = None
-    inputs: tuple[ToolInput, ...] = ()
-    result: str | None = None
-    effects: dict[str, Any] | None = None
-    timeout: int | None = None
 
 
 @dataclass(frozen=True)

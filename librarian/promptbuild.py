@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import LIBRARY_FILE, TOOLS_FILE, load_library_config, load_tools
+from .config import LIBRARY_FILE, load_library_config
 from .errors import UsageError
 from .gitstore import GitStore, ObjectId
 from .library import Item, Library, committed_items
 from .model import MANIFEST_FILES, RecipeManifest
-from .prompt import (
-    ItemSummaries,
-    RecipeEntry,
-    Registry,
-    ResidentSkill,
-    SkillEntry,
-    ToolContract,
-    ToolInput,
-)
+from .prompt import ItemSummaries, RecipeEntry, Registry, ResidentSkill, SkillEntry
 from .recipe import parse_recipe
 from .skillmd import parse_skill_md
-from .statcache import DigestCache
+from .tools import ToolContract, tool_contracts
 
 
 def summarize(store: GitStore, item: Item) -> dict[str, Any]:
@@ -81,11 +73,9 @@ def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> 
     recipes: list[RecipeEntry] = []
     hidden_found: list[str] = []
     problems: list[str] = []
-    by_path: dict[str, Item] = {}
     for item in committed_items(store, tree):
         if item.state == "draft":
             continue  # never listed to the agent
-        by_path[item.path] = item
         summary = summaries.summary(store, item)
         if summary["kind"] == "invalid":
             problems.append(f"{item.path}: not listed: {summary['problem']}")
@@ -105,7 +95,7 @@ def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> 
             resident.append(ResidentSkill(item.name, location, _body(store, item)))
     for name in sorted(residents - {s.name for s in skills} - hidden):
         problems.append(f"library.yaml: resident skill {name!r} is not in the library")
-    tools = _tools(library, store, tree, summaries, by_path)
+    tools = _tools(library, store, tree, summaries)
     summaries.save()
     return Registry(
         tree=tree.decode() if tree else None,
@@ -130,41 +120,7 @@ def _tools(
     store: GitStore,
     tree: ObjectId | None,
     summaries: ItemSummaries,
-    by_path: dict[str, Item],
 ) -> tuple[ToolContract, ...]:
-    entry = store.lookup(tree, TOOLS_FILE)
-    if entry is None:
-        return ()
-    digests = DigestCache(library.cache_dir)
-    contracts = []
-    for name, tool in sorted(load_tools(store.read_blob(entry.sha), TOOLS_FILE).items()):
-        item = by_path.get(tool.recipe)
-        if item is None or item.kind != "recipe":
-            contracts.append(ToolContract(name, tool.recipe, "stale", "the recipe is gone"))
-            continue
-        summary = summaries.summary(store, item)
-        if summary["kind"] != "recipe":
-            contracts.append(ToolContract(name, tool.recipe, "stale",
-                                          str(summary.get("problem", "invalid recipe"))))
-            continue
-        try:
-            current = digests.digest(store, item.tree)
-        except UsageError:
-            current = None
-        stale = current != tool.digest
-        contracts.append(ToolContract(
-            name=name,
-            recipe=tool.recipe,
-            status="stale" if stale else "ok",
-            reason="the recipe changed since it was exposed; `run` refuses it" if stale
-            else None,
-            description=summary["description"],
-            execution=summary["execution"],
-            environment=summary["environment"],
-            inputs=tuple(ToolInput(**i) for i in summary["inputs"]),
-            result=summary["result"],
-            effects=summary["effects"],
-            timeout=summary["timeout"],
-        ))
-    digests.save()
-    return tuple(contracts)
+    """The exposed tools with their contracts (``tools.tool_contracts``), the recipes'
+    manifests read through the registry's summary cache."""
+    return tool_contracts(library, store, tree, lambda item: summaries.summary(store, item))

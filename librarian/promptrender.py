@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .errors import UsageError
-from .prompt import RecipeEntry, Registry, SkillEntry, ToolContract
+from .prompt import RecipeEntry, Registry, SkillEntry
+from .tools import ToolContract
 
 Format = Literal["xml", "markdown", "json"]
 FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import TOOLS_FILE, load_tools
+from .config import TOOLS_FILE
 from .content import load_source, validate_item
 from .errors import ConflictError, UsageError
 from .gitstore import GitStore, ObjectId
@@ -18,14 +18,12 @@ from .model import KIND_DIRS, MANIFEST_FILES, ItemKind
 from .names import check_name
 from .receipts import Receipt
 from .retention import evidence_text, taken_by
+from .tools import committed_tools
 from .txn import DirChange, commit_changes, mutation
 
 
 def _tools_by_recipe(store: GitStore, tree: ObjectId | None) -> dict[str, str]:
-    entry = store.lookup(tree, TOOLS_FILE)
-    if entry is None:
-        return {}
-    return {n: t.recipe for n, t in load_tools(store.read_blob(entry.sha), TOOLS_FILE).items()}
+    return {n: t.recipe for n, t in committed_tools(store, tree).items()}
 
 
 def _same_directory(a: Path, b: Path) -> bool:

@@ -8,7 +8,11 @@ The process itself runs in a scratch directory outside the library:
 - a scrubbed environment: PATH, HOME, LANG, TMPDIR, LIBRARIAN_RECIPE_DIR, LIBRARIAN_RUN_ID
   and one ``LIBRARIAN_INPUT_<NAME>`` per input; the inputs also as one JSON object on stdin;
 - its own process group, killed (SIGKILL) when the declared timeout passes, and when the
-  entrypoint exits (nothing it started outlives the run).
+  entrypoint exits (nothing it started outlives the run); a docker run's container, which
+  the client's death does not stop, is also killed by name (``librarian-<run id>``).
+
+An async run's supervisor is ``python -I -m librarian.runner RUN_DIR`` started in the run
+directory, so nothing in the caller's directory is importable by it.
 
 The library never prints: a sync run's output is copied into file objects the caller
 passes (the command line passes its stdout and stderr).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from .environments import command_for, environment_availability
+from .environments import command_for, container_name, environment_availability
 from .fsutil import atomic_write
 from .gate import Target, approve_target, check_gate, input_environment, resolve_target
 from .library import Library
@@ -36,13 +41,16 @@ from .model import ItemFile
 from .runs import (
     LAUNCH_GRACE_SECONDS,
     PID_FILE,
+    SCRATCH_PREFIX,
     SPEC_FILE,
     RunRecord,
     finish_run,
+    kill_container,
     kill_group,
     new_run_id,
     read_pid,
     read_record,
+    remove_scratch,
     runs_dir,
     write_record,
 )
@@ -82,10 +90,25 @@ def start_run(
 
 def _prepare(library: Library, target: Target, inputs: Mapping[str, object],
              mode: str) -> tuple[Path, RunRecord]:
+    """Create the run directory, its scratch directory and its spec and record; when any
+    step fails, remove both directories again (no half-prepared run is left behind)."""
     run_id = new_run_id()
     run_dir = runs_dir(library) / run_id
     run_dir.mkdir(parents=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"librarian-run-{run_id}-"))
+    scratch: Path | None = None
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
+        record = _write_spec(library, target, inputs, mode, run_id, run_dir, scratch)
+    except BaseException:
+        if scratch is not None:
+            remove_scratch(scratch)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return run_dir, record
+
+
+def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], mode: str,
+                run_id: str, run_dir: Path, scratch: Path) -> RunRecord:
     recipe_dir, work, tmp = scratch / "recipe", scratch / "work", scratch / "tmp"
     _materialise_read_only(recipe_dir, target.files)
     work.mkdir()
@@ -102,9 +125,13 @@ def _prepare(library: Library, target: Target, inputs: Mapping[str, object],
         **input_environment(inputs),
     }
     program = environment_availability(target.manifest.environment).program or ""
-    argv = command_for(target.manifest, program, recipe_dir, work, env)
-    spec = {"library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
-            "scratch": str(scratch), "stdin": str(stdin)}
+    argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
+    spec: dict[str, object] = {
+        "library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
+        "scratch": str(scratch), "stdin": str(stdin)}
+    if target.manifest.environment == "docker":
+        # A timeout or a kill of the client does not stop the container: kill it by name.
+        spec["container"] = {"client": program, "name": container_name(run_id)}
     atomic_write(run_dir / SPEC_FILE, json.dumps(spec, indent=1).encode())
     record = RunRecord(
         run_id=run_id, name=target.name, entry=target.entry, recipe=target.item.path,
@@ -113,7 +140,7 @@ def _prepare(library: Library, target: Target, inputs: Mapping[str, object],
         pid=None if mode == "async" else os.getpid(),
     )
     write_record(run_dir, record)
-    return run_dir, record
+    return record
 
 
 def _materialise_read_only(root: Path, files: tuple[ItemFile, ...]) -> None:
@@ -133,13 +160,23 @@ def _materialise_read_only(root: Path, files: tuple[ItemFile, ...]) -> None:
 
 def _launch(library: Library, run_dir: Path, record: RunRecord) -> RunRecord:
     """Start the detached supervisor; it forks once more (so no process of ours waits on
-    it), writes its pid and returns at once."""
+    it), writes its pid and returns at once.
+
+    The supervisor runs isolated (``-I``: no current directory or script directory on
+    ``sys.path``, no ``PYTHON*`` variables, no user site-packages) from the run directory,
+    so nothing in the caller's directory (a ``json.py``, say) is imported by it. The
+    installed librarian stays importable: site-packages, and its ``.pth`` files, still load.
+    """
     with (run_dir / "supervisor.log").open("wb") as log:
-        starter = subprocess.Popen(
-            [sys.executable, "-m", "librarian.runner", str(run_dir)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, close_fds=True,
-        )
+        try:
+            starter = subprocess.Popen(
+                supervisor_argv(run_dir), cwd=run_dir,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            return finish_run(library, run_dir, record, "failed", None,
+                               reason=f"cannot start the run's supervisor: {exc.strerror}")
         try:
             code = starter.wait(timeout=LAUNCH_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
@@ -151,6 +188,11 @@ def _launch(library: Library, run_dir: Path, record: RunRecord) -> RunRecord:
                            reason="the run's supervisor did not start (see supervisor.log)")
     # The launch receipt describes the launch, whatever the run has done since.
     return replace(record, pid=pid)
+
+
+def supervisor_argv(run_dir: Path) -> list[str]:
+    """The command that starts a run's supervisor (isolated: see ``_launch``)."""
+    return [sys.executable, "-I", "-m", "librarian.runner", str(run_dir)]
 
 
 # -- executing ------------------------------------------------------------------------
@@ -202,11 +244,14 @@ def execute(
             except subprocess.TimeoutExpired:
                 timed_out = True
             kill_group(process.pid)
+            if timed_out:
+                kill_container(spec)
             process.wait()
             for pump in pumps:
                 pump.join(timeout=5)
         except BaseException:
             kill_group(process.pid)
+            kill_container(spec)
             process.wait()
             finish_run(library, run_dir, record, "failed", None, reason="interrupted",
                         duration=time.monotonic() - begun)

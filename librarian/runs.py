@@ -19,8 +19,10 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ LEDGERED_MARK = "ledgered"
 OUTPUT_LIMIT = 1024 * 1024  # bytes of stdout/stderr put into a run_result document
 TERMINAL = frozenset({"succeeded", "failed", "timed_out", "lost"})
 LAUNCH_GRACE_SECONDS = 30.0
+SCRATCH_PREFIX = "librarian-run-"
+CONTAINER_KILL_SECONDS = 10.0  # at most this long waiting for `docker kill`
 _RUN_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{8}")
 
 
@@ -134,6 +138,7 @@ def refresh(library: Library, run_dir: Path) -> RunRecord | None:
         return again
     if again.process_group is not None:
         _kill_orphans(again.process_group, again.run_id)
+    kill_container(_read_spec(run_dir))
     return finish_run(library, run_dir, again, "lost", None,
                        reason="the process running it died without recording an end")
 
@@ -197,6 +202,21 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def kill_container(spec: Mapping[str, Any] | None) -> None:
+    """Best effort, bounded in time: ``docker kill`` the run's container, if it has one.
+    Killing the docker client's process group does not stop the container itself."""
+    container = spec.get("container") if spec is not None else None
+    if not isinstance(container, dict):
+        return
+    client, name = container.get("client"), container.get("name")
+    if not isinstance(client, str) or not isinstance(name, str) or not client or not name:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run([client, "kill", name], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=CONTAINER_KILL_SECONDS, check=False)
+
+
 def finish_run(library: Library, run_dir: Path, record: RunRecord, status: str,
                 exit_code: int | None, *, reason: str | None = None,
                 duration: float | None = None) -> RunRecord:
@@ -225,14 +245,25 @@ def _ledger_once(library: Library, run_dir: Path, record: RunRecord) -> None:
     ))
 
 
-def _cleanup(run_dir: Path) -> None:
-    """Remove the run's scratch directory (the recipe copy is read-only: unlock it first)."""
+def _read_spec(run_dir: Path) -> dict[str, Any] | None:
     try:
         spec = json.loads((run_dir / SPEC_FILE).read_bytes())
     except (OSError, ValueError):
-        return
-    scratch = Path(str(spec.get("scratch", "")))
-    if not scratch.name.startswith("librarian-run-") or not scratch.is_dir():
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
+def _cleanup(run_dir: Path) -> None:
+    """Remove the run's scratch directory."""
+    spec = _read_spec(run_dir)
+    if spec is not None:
+        remove_scratch(Path(str(spec.get("scratch", ""))))
+
+
+def remove_scratch(scratch: Path) -> None:
+    """Remove a run's scratch directory (the recipe copy is read-only: unlock it first);
+    anything not named like one is left alone."""
+    if not scratch.name.startswith(SCRATCH_PREFIX) or not scratch.is_dir():
         return
     for directory, subdirs, _ in os.walk(scratch):
         for sub in subdirs:

@@ -8,17 +8,17 @@ items is checked without reading a single file's content.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from .config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, load_tools
+from .config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
 from .errors import UsageError
 from .gitstore import GitStore, ObjectId, blob_sha1
 from .library import Item, Library, committed_items
 from .model import DRAFTS_DIR, KIND_DIRS
 from .statcache import DigestCache, SpecialFileError, WorkTreeCache
+from .tools import committed_tools, tool_state
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
@@ -148,21 +148,9 @@ def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> 
 def _tool_statuses(
     library: Library, store: GitStore, tree: ObjectId | None, digests: DigestCache
 ) -> Iterable[ToolStatus]:
-    entry = store.lookup(tree, TOOLS_FILE)
-    if entry is None:
-        return
-    tools = load_tools(store.read_blob(entry.sha), TOOLS_FILE)
-    for name, tool in sorted(tools.items()):
-        recipe = store.lookup(tree, tool.recipe)
-        if recipe is None or not stat.S_ISDIR(recipe.mode):
-            yield ToolStatus(name, tool.recipe, tool.digest, "stale", "the recipe is gone")
-            continue
-        current = _committed_digest(store, digests, recipe.sha)
-        if current != tool.digest:
-            yield ToolStatus(name, tool.recipe, tool.digest, "stale",
-                             "the recipe changed since it was exposed")
-        else:
-            yield ToolStatus(name, tool.recipe, tool.digest, "ok")
+    for name, tool in sorted(committed_tools(store, tree).items()):
+        state = tool_state(store, tree, tool, digests)
+        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
 
 
 def _file_statuses(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,14 @@ from helpers import (
     write,
 )
 
-from librarian.config import load_tools
+from librarian.config import TOOLS_FILE, ToolEntry, dump_tools, load_tools
 from librarian.environments import environment_availability
 from librarian.events import parse_message
 from librarian.library import Library
 from librarian.retention import retain
 from librarian.revisions import revise
+from librarian.tools import CHANGED, GONE, committed_tools
+from librarian.txn import FileChange, commit_changes, mutation
 
 EFFECTS = "effects: {filesystem: read, network: false}\n"
 RESULT = "result: A number on stdout.\n"
@@ -219,3 +222,43 @@ def test_inspect_tools_lists_the_contract(
     assert tool["result"] == "A number on stdout." and tool["status"] == "ok"
     text = cli(capsys, library, "inspect", "tools").out
     assert "count-things" in text and "path: path" in text and "async shell" in text
+
+
+def test_status_inspect_prompt_and_run_agree_on_a_tools_state(
+    library: Path, sources: Path, counted: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One decision (``tools.tool_state``) behind every reader of tools.yaml."""
+    lib = Library(library)
+    cli(capsys, library, "expose", "counter", "--as", "count-things")
+    cli(capsys, library, "expose", "counter", "--as", "still-current")
+    with mutation(lib) as store:
+        base = store.head()
+        tools = committed_tools(store, store.commit(base).tree if base else None)
+        tools["gone"] = ToolEntry("recipes/nothing", "sha256:" + "0" * 64)
+        commit_changes(lib, store, base=base, subject="hand-edit tools",
+                       trailers=[("Librarian-Event", "expose")],
+                       changes=[FileChange(TOOLS_FILE, dump_tools(tools))])
+    revised = revise(lib, "counter",
+                     make_recipe(sources / "v2", "counter", script="#!/bin/sh\necho 2\n"))
+    assert cli(capsys, library, "expose", "counter", "--as", "still-current",
+               "--refresh").code == 0
+    expected = {"count-things": ("stale", CHANGED), "gone": ("stale", GONE),
+                "still-current": ("ok", None)}
+
+    def states(tools: list[dict[str, object]]) -> dict[str, tuple[object, object]]:
+        return {str(t["name"]): (t["status"], t["reason"]) for t in tools}
+
+    assert states(cli(capsys, library, "status", "--json").json["tools"]) == expected
+    inspected = cli(capsys, library, "inspect", "tools", "--json").json["tools"]
+    assert states(inspected) == expected
+    prompted = json.loads(cli(capsys, library, "prompt", "--json").out)["tools"]
+    assert states(prompted) == expected
+    # one contract type: inspect and prompt show the same fields and the same contracts
+    assert inspected == prompted
+    current = {t["name"]: t for t in inspected}["still-current"]
+    assert current["digest"] == revised.digest and current["timeout"] == 30
+    for tool, reason in (("count-things", CHANGED), ("gone", GONE)):
+        refused = cli(capsys, library, "run", tool, "--yes", "--arg", "path=x")
+        assert refused.code == 5
+        line = assert_one_error_line(refused.err)
+        assert f"tool {tool} is stale: {reason}" in line

@@ -3,13 +3,18 @@ approval is bound to the digest."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import assert_one_error_line, run_main, write
 
-from librarian.environments import environment_availability
+from librarian import gate
+from librarian.environments import Availability, environment_availability
+from librarian.errors import UsageError
+from librarian.gate import ApprovalReview, approve
 from librarian.library import Library
 from librarian.retention import retain
 from librarian.revisions import revise
@@ -192,3 +197,99 @@ def test_the_committed_content_runs_not_the_work_tree(
     approvals = json.loads((library / ".git" / "librarian" / "approvals.json").read_text())
     (entry,) = approvals["approvals"]["recipes/marker"]
     assert entry["digest"] == result.json["digest"]
+
+
+# -- approve: the library decides with the caller's confirmation -------------------------
+
+
+class _Terminal(io.StringIO):
+    """A stdin that says it is a terminal (its text is what the user types)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def approvals(library: Path) -> dict[str, object]:
+    path = library / ".git" / "librarian" / "approvals.json"
+    if not path.exists():
+        return {}
+    document = json.loads(path.read_text())
+    assert isinstance(document["approvals"], dict)
+    return document["approvals"]
+
+
+def test_approve_asks_the_confirm_callback_with_the_review(
+    library: Path, marked: Path
+) -> None:
+    lib = Library(library)
+    seen: list[ApprovalReview] = []
+
+    def decline(review: ApprovalReview) -> bool:
+        seen.append(review)
+        return False
+
+    with pytest.raises(UsageError, match="not approved"):
+        approve(lib, "marker", decline)
+    assert [r.path for r in seen] == ["recipes/marker"]
+    assert {f.path for f in seen[0].files} == {"recipe.yaml", "run.sh"}
+    assert approvals(library) == {}  # declining records nothing
+
+    approval = approve(lib, "marker", lambda review: review.path == "recipes/marker")
+    assert approval.receipt.kind == "approval"
+    assert approval.receipt.digest == approval.review.digest
+    assert list(approvals(library)) == ["recipes/marker"]
+
+
+def test_approve_without_a_callback_approves_what_it_shows(library: Path, marked: Path) -> None:
+    approval = approve(Library(library), "marker")
+    assert approval.review.already_approved is False and approval.review.files
+    assert list(approvals(library)) == ["recipes/marker"]
+
+
+def test_approve_on_a_terminal_asks_unless_yes(
+    library: Path, marked: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))
+    declined = cli(capsys, library, "approve", "marker")
+    assert declined.code == 2
+    assert "echo ran" in declined.out and "to run?" in declined.out  # shown, then asked
+    assert approvals(library) == {}
+
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    accepted = cli(capsys, library, "approve", "marker")
+    assert accepted.code == 0, accepted.err
+    assert "to run?" in accepted.out and list(approvals(library)) == ["recipes/marker"]
+
+    monkeypatch.setattr(sys, "stdin", _Terminal(""))  # would fail if it asked
+    shown = cli(capsys, library, "approve", "marker", "--yes")
+    assert shown.code == 0, shown.err
+    assert "to run?" not in shown.out and "echo ran" in shown.out
+
+
+def test_approve_off_a_terminal_approves_what_it_shows(
+    library: Path, marked: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    result = cli(capsys, library, "approve", "marker")
+    assert result.code == 0, result.err
+    assert "echo ran" in result.out and "to run?" not in result.out  # the review is printed
+    assert list(approvals(library)) == ["recipes/marker"]
+
+
+# -- docker: no host paths, a named container -------------------------------------------
+
+
+def test_docker_recipe_with_path_inputs_is_refused(
+    library: Path, sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(gate, "environment_availability",
+                        lambda environment: Availability(True, program="/usr/bin/docker"))
+    retain(Library(library), make_recipe(sources, "boxed", environment="docker"))
+    mark = tmp_path / "mark.txt"
+    line = refused(capsys, library, mark, "boxed", "--yes", "--arg", f"mark={mark}")
+    assert "docker recipes cannot take path inputs (mark)" in line
+    assert ledger(library)[-1]["status"] == "refused"
+    assert approvals(library) == {}  # refused before --yes approved anything

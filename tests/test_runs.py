@@ -7,14 +7,25 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from helpers import run_main, write
 
+from librarian import gate, runner
+from librarian.environments import (
+    Availability,
+    container_name,
+    docker_command,
+    path_input_problem,
+)
 from librarian.gate import approve
 from librarian.library import Library
+from librarian.model import RecipeEffects, RecipeInput, RecipeManifest
 from librarian.retention import retain
 
 SHELL_ENV_SCRIPT = """#!/bin/sh
@@ -283,3 +294,114 @@ def test_real_process_streams_output_and_passes_the_exit_code(
     assert result.stdout == "out\n"
     assert result.stderr.startswith("err\n")
     assert "failed (exit 9)" in result.stderr
+
+
+def test_async_supervisor_does_not_import_from_the_callers_directory(
+    library: Path, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The supervisor is started isolated (``python -I``, cwd = the run directory): a
+    ``json.py`` in the caller's directory is never imported by it."""
+    retained(library, sources, "quick", "#!/bin/sh\necho fine\n")
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    write(evil / "json.py", f"open({str(marker)!r}, 'w').write('json.py ran')\n")
+    write(evil / "librarian.py", f"open({str(marker)!r}, 'w').write('librarian.py ran')\n")
+    monkeypatch.chdir(evil)
+    # `-I` here too: the command line itself must not import from this directory either,
+    # as the installed `librarian` script would not.
+    launched = subprocess.run(
+        [sys.executable, "-I", "-m", "librarian", "--library", str(library), "run", "quick",
+         "--async", "--json"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert launched.returncode == 0, launched.stderr
+    run_id = json.loads(launched.stdout)["run_id"]
+    waited = cli(capsys, library, "wait", run_id, "--timeout", "30", "--json")
+    assert waited.code == 0, (waited.err, (library / ".git/librarian/runs" / run_id /
+                                           "supervisor.log").read_text())
+    assert waited.json["status"] == "succeeded" and waited.json["output"] == "fine\n"
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_failed_preparation_leaves_no_run_and_no_scratch(
+    library: Path, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lib = retained(library, sources, "quick", "#!/bin/sh\necho fine\n")
+    scratch_root = tmp_path / "scratch-root"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+
+    def broken(*args: object, **kwargs: object) -> list[str]:
+        # the scratch directory (with its read-only recipe copy) exists by now
+        assert [p.name.startswith("librarian-run-") for p in scratch_root.iterdir()] == [True]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "command_for", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        runner.start_run(lib, "quick", {})
+    assert list(scratch_root.iterdir()) == []
+    runs = library / ".git" / "librarian" / "runs"
+    assert not runs.exists() or list(runs.iterdir()) == []
+
+
+# -- docker (no daemon here: the argv is a pure function; the kill goes to a fake client) --
+
+
+def _docker_manifest(**kw: object) -> RecipeManifest:
+    fields: dict[str, object] = {
+        "name": "boxed", "description": "Boxed.", "execution": "sync",
+        "environment": "docker", "entrypoint": "bin/run.sh",
+        "inputs": (RecipeInput("n", "integer"),),
+        "effects": RecipeEffects("none", False), **kw}
+    return RecipeManifest(**fields)  # type: ignore[arg-type]
+
+
+def test_docker_argv_names_the_container_and_runs_as_the_caller() -> None:
+    env = {"PATH": "/bin", "HOME": "/s/work", "LIBRARIAN_RUN_ID": "RUN",
+           "LIBRARIAN_RECIPE_DIR": "/s/recipe", "LIBRARIAN_INPUT_N": "3", "SECRET": "x"}
+    argv = docker_command(_docker_manifest(), "/usr/bin/docker", Path("/s/recipe"),
+                          Path("/s/work"), env, run_id="RUN", user=(1234, 567))
+    assert argv[:4] == ["/usr/bin/docker", "run", "--rm", "-i"]
+    pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
+    assert pairs["--name"] == container_name("RUN") == "librarian-RUN"
+    assert pairs["--user"] == "1234:567"
+    assert pairs["--network"] == "none"
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert mounts == ["/s/recipe:/recipe:ro", "/s/work:/work"]  # no host path besides these
+    passed = sorted(argv[i + 1] for i, a in enumerate(argv) if a == "-e")
+    assert passed == ["HOME=/work", "LIBRARIAN_INPUT_N=3", "LIBRARIAN_RECIPE_DIR=/recipe",
+                      "LIBRARIAN_RUN_ID=RUN"]
+    assert argv[-3:] == ["alpine:3", "/bin/sh", "/recipe/bin/run.sh"]
+    networked = docker_command(_docker_manifest(effects=RecipeEffects("none", True)), "d",
+                               Path("/r"), Path("/w"), {}, run_id="R", user=(0, 0))
+    assert networked[networked.index("--network") + 1] == "bridge"
+
+
+def test_docker_path_inputs_are_a_problem_only_for_docker() -> None:
+    path_input = (RecipeInput("target", "path"), RecipeInput("n", "integer"))
+    assert path_input_problem(_docker_manifest()) is None
+    problem = path_input_problem(_docker_manifest(inputs=path_input))
+    assert problem is not None and "path inputs (target)" in problem
+    assert path_input_problem(_docker_manifest(environment="shell", inputs=path_input)) is None
+
+
+def test_a_timed_out_docker_run_kills_its_container(
+    library: Path, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "docker.log"
+    client = write(tmp_path / "bin" / "docker",
+                   f'#!/bin/sh\necho "$*" >> {log}\n'
+                   'if [ "$1" = run ]; then exec sleep 30; fi\n', 0o755)
+    available = Availability(True, program=str(client))
+    monkeypatch.setattr(gate, "environment_availability", lambda environment: available)
+    monkeypatch.setattr(runner, "environment_availability", lambda environment: available)
+    retained(library, sources, "boxed", "#!/bin/sh\necho never\n", environment="docker",
+             timeout=1)
+    result = cli(capsys, library, "run", "boxed", "--json")
+    assert result.code == 124, result.err
+    run_id = result.json["run_id"]
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith(f"run --rm -i --name librarian-{run_id} "
+                               f"--user {os.getuid()}:{os.getgid()} ")
+    assert lines[1:] == [f"kill librarian-{run_id}"]

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from .digest import MODE_TREE
 from .errors import ConflictError
-from .events import format_message
 from .gitstore import GitStore, ObjectId, TreeEntry
 from .library import Library
 from .worktree import NotRegularFile, read_work_files
@@ -63,10 +62,8 @@ def back_up(
         saved.append(path)
     if not saved or tree is None:
         return None
-    message = format_message(
-        f"backup of local edits before {reason}",
-        [("Librarian-Backup", source), *(("Librarian-Item", p) for p in saved)],
-    )
+    message = _message(f"backup of local edits before {reason}",
+                       [("Librarian-Backup", source), *(("Librarian-Item", p) for p in saved)])
     commit = store.make_commit(tree, [base] if base else [], message)
     store.flush(commit)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -78,3 +75,12 @@ def back_up(
         ref = f"{BACKUP_PREFIX}/{source}/{stamp}-{number}"
     store.set_ref(ref.encode(), None, commit, b"librarian: " + message.split("\n")[0].encode())
     return Backup(ref, commit.decode(), tuple(saved))
+
+
+def _message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
+    """A backup commit's message. It is not a retention event (it is never on the branch,
+    only under its ref), so it carries no ``Librarian-Event`` and is not formatted by
+    ``events.format_message``, which accepts events only; values stay single lines."""
+    lines = [" ".join(subject.split()), ""]
+    lines += [f"{key}: {' '.join(value.split())}" for key, value in trailers]
+    return "\n".join(lines) + "\n"

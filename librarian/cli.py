@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
@@ -192,11 +192,14 @@ def demo(
 from . import cli_skills, cli_sources, cli_tools  # noqa: E402,F401
 
 
-def _fail(message: str, code: int, hint: str | None, as_json: bool) -> NoReturn:
+def _fail(
+    message: str, code: int, hint: str | None, as_json: bool, details: Any = None
+) -> NoReturn:
     if as_json:
         from .render import json_text
 
-        document = {"kind": "error", "error": message, "exit_code": code, "hint": hint}
+        document = {"kind": "error", "error": message, "exit_code": code, "hint": hint,
+                    **(details or {})}
         sys.stdout.write(json_text(document) + "\n")
     sys.stderr.write(f"librarian: error: {message}\n")
     if hint:
@@ -219,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
-        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json)
+        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json, exc.details)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:  # usage errors found while parsing

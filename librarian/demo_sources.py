@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli_sources import _plan_lines, report_text
 from .create import init_library
 from .demo import DemoStep
 from .errors import ConflictError
 from .library import Library
 from .model import ItemFile
-from .render import receipt_text
+from .render import receipt_text, update_plan_lines, update_report_text
 from .resources import examples_dir
 from .retention import retain
 from .sources import add_source
@@ -45,10 +44,10 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps.append(DemoStep("Subscribe to it: one commit to library.yaml, nothing fetched yet",
                           f"librarian source add {SOURCE} {shared_root}", receipt_text(receipt)))
     steps.append(DemoStep("See what an update would install (fetches, changes nothing)",
-                          "librarian outdated", report_text(outdated(library))))
+                          "librarian outdated", update_report_text(outdated(library))))
     steps.append(DemoStep(
         "Install it: staged, verified, swapped in, pinned in librarian.lock, one commit",
-        "librarian update", report_text(update(library))))
+        "librarian update", update_report_text(update(library))))
 
     managed = library.path_of(f"sources/{SOURCE}/skills/commit-message/SKILL.md")
     with managed.open("a", encoding="utf-8") as handle:
@@ -66,7 +65,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         update(library)
         conflict = "(no conflict?)"
     except UpdateConflict as exc:
-        conflict = "\n".join([*_plan_lines(exc.plans), f"librarian: error: {exc.message}",
+        conflict = "\n".join([*update_plan_lines(exc.plans), f"librarian: error: {exc.message}",
                               f"librarian: hint: {exc.hint}", "(exit 3: nothing was changed)"])
     except ConflictError as exc:  # pragma: no cover - any other refusal is shown as is
         conflict = f"librarian: error: {exc.message}"
@@ -75,7 +74,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps.append(DemoStep(
         "Resolve: take upstream's version; your edit is saved first under refs/librarian/"
         "backups/ and the command to bring it back is printed",
-        "librarian update --force", report_text(update(library, force=True))))
+        "librarian update --force", update_report_text(update(library, force=True))))
     return steps
 
 

@@ -6,17 +6,29 @@ in exactly one place (``librarian.cli``); the library raises them and never prin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class LibrarianError(Exception):
     """Root of every error librarian reports to a user."""
 
     exit_code = 1
 
-    def __init__(self, message: str, *, hint: str | None = None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        path: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.path = path
+        #: structured context for ``--json`` (e.g. an update's plan); never needed to act
+        self.details = dict(details) if details else {}
 
     def __str__(self) -> str:
         return self.message

@@ -7,6 +7,7 @@ Nothing outside these two modules (and ``gitindex``) imports dulwich.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,18 +21,112 @@ from .errors import ConflictError, LibrarianError, UsageError
 from .fsutil import fsync_dir
 from .gitstore import GitStore, ObjectId
 
+SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
+SCHEMES = frozenset({"file", "git", "http", "https", *SSH_SCHEMES})  # what dulwich speaks
+_SCHEME_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^?#]*)(.*)$", re.S)
+_SCP_URL = re.compile(r"^(?:([^/@]*)@)?([^/@:]+):(.*)$", re.S)  # [user@]host:path, as dulwich
+
+
+@dataclass(frozen=True)
+class RemoteUrl:
+    """The parts of a remote URL that matter for credentials and for ssh's command line."""
+
+    scheme: str | None  # None: scp-like ``[user@]host:path``
+    user: str | None  # the user name (or a token) before ``@``
+    password: str | None  # after ``user:``
+    host: str  # host, with ``:port`` for scheme URLs
+    path: str
+    extra: str  # ``?query`` or ``#fragment``, which may carry a token
+
+    @property
+    def is_ssh(self) -> bool:
+        return self.scheme is None or self.scheme.lower() in SSH_SCHEMES
+
+    def without_credentials(self) -> str:
+        """The URL without a password or query; a user name is kept only for ssh, where
+        it is an account name and not a secret."""
+        user = f"{self.user}@" if self.user is not None and self.is_ssh else ""
+        if self.scheme is None:
+            return f"{user}{self.host}:{self.path}"
+        return f"{self.scheme}://{user}{self.host}{self.path}"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The parts that must never be shown: passwords, tokens, query strings."""
+        found = [self.password, self.extra]
+        if not self.is_ssh:
+            found.append(self.user)
+        return tuple(s for s in found if s)
+
+
+def parse_remote(url: str) -> RemoteUrl | None:
+    """A scheme URL or an scp-like ssh location, split; None for a local path."""
+    match = _SCHEME_URL.match(url)
+    if match is not None:
+        scheme, authority, path, extra = match.groups()
+        userinfo, at, host = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        return RemoteUrl(scheme, user if at else None, password if colon else None, host,
+                         path, extra)
+    match = _SCP_URL.match(url)
+    if match is None:
+        return None
+    userinfo, host, path = match.groups()
+    path, question, query = path.partition("?")
+    user, colon, password = (userinfo or "").partition(":")
+    return RemoteUrl(None, user if userinfo is not None else None,
+                     password if colon else None, host, path, question + query)
+
 
 def strip_credentials(url: str) -> str:
-    """``url`` without a ``user:password@`` part, for every message, receipt and lock."""
-    import re
+    """``url`` without a password, a token before ``@`` (a user name stays for ssh only)
+    or a query string: for every message, trailer, receipt and the lock."""
+    remote = parse_remote(url)
+    return url if remote is None else remote.without_credentials()
 
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", url)
+
+def hide_secrets(text: str, url: str) -> str:
+    """``text`` (an error from a transport, say) with ``url``'s secrets blanked out."""
+    remote = parse_remote(url)
+    if remote is None:
+        return text
+    text = text.replace(url, remote.without_credentials())
+    for secret in sorted(remote.secrets(), key=len, reverse=True):
+        if len(secret) >= 4:  # blanking every "a" of a message would hide the message
+            text = text.replace(secret, "***")
+    return text
 
 
-def url_has_password(url: str) -> bool:
-    import re
+def hostile_host(url: str) -> bool:
+    """Whether ssh would read the URL's host (or user) as a command-line option."""
+    remote = parse_remote(url)
+    if remote is None:
+        return False
+    return remote.host.startswith("-") or (remote.user or "").startswith("-")
 
-    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@", url) is not None
+
+def url_problem(url: str) -> str | None:
+    """Why the remote ``url`` (not a local path) must not be committed to library.yaml
+    (credentials, options smuggled to ssh, a scheme dulwich does not speak), without
+    quoting any secret; None when it is fine."""
+    remote = parse_remote(url)
+    if remote is None:
+        return "the URL cannot be read as scheme://host/path or [user@]host:path"
+    if remote.scheme is not None and remote.scheme.lower() not in SCHEMES:
+        return (f"the URL scheme {remote.scheme!r} is not supported "
+                f"(use {', '.join(sorted(SCHEMES))}, an ssh user@host:path or a local path)")
+    if remote.password is not None:
+        return "the URL holds a password, which would be committed to library.yaml"
+    if remote.user is not None and not remote.is_ssh:
+        return ("the URL holds a user name or token before '@', which would be committed to "
+                "library.yaml (only ssh URLs may name a user)")
+    if remote.extra:
+        return ("the URL holds a query string or fragment, which may carry a token and would "
+                "be committed to library.yaml")
+    if hostile_host(url):
+        return "the URL's host or user starts with '-', which ssh would read as an option"
+    if remote.scheme is not None and remote.scheme.lower() != "file" and not remote.host:
+        return "the URL names no host"
+    return None
 
 
 @dataclass(frozen=True)
@@ -74,10 +169,18 @@ def fetch_ref(
     history. Every dulwich/transport failure becomes a LibrarianError with the URL's
     credentials stripped: exit 2 for a bad URL, a missing repository or ref; exit 3 when the
     server cannot be reached."""
-    from dulwich.client import HTTPProxyUnauthorized, HTTPUnauthorized
+    from dulwich.client import (
+        HTTPProxyUnauthorized,
+        HTTPUnauthorized,
+        StrangeHostname,
+        TransportNotAllowed,
+    )
     from dulwich.errors import GitProtocolError, NotGitRepository
 
     shown = strip_credentials(url)
+    if hostile_host(url):  # never hand ssh an option: refused before dulwich sees it
+        raise UsageError(f"cannot fetch {shown}: its host or user starts with '-', which ssh "
+                         "would read as an option", hint="check the source's URL")
     found: dict[str, bytes] = {}
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
@@ -91,16 +194,20 @@ def fetch_ref(
     try:
         result = _fetch_pack(store, url, determine_wants, have, _Progress(progress))
     except (NotGitRepository, HTTPUnauthorized, HTTPProxyUnauthorized) as exc:
-        raise UsageError(f"cannot fetch {shown}: {_reason(exc)}",
+        raise UsageError(f"cannot fetch {shown}: {_reason(exc, url)}",
                          hint="check the URL (and that the repository exists)") from None
+    except (StrangeHostname, TransportNotAllowed) as exc:
+        raise UsageError(f"cannot fetch {shown}: dulwich refuses the URL "
+                         f"({type(exc).__name__}: {_reason(exc, url)})",
+                         hint="check the source's URL") from None
     except GitProtocolError as exc:
-        raise _protocol_error(shown, exc) from None
+        raise _protocol_error(shown, exc, url) from None
     except OSError as exc:
-        raise ConflictError(f"cannot reach {shown}: {_reason(exc)}",
+        raise ConflictError(f"cannot reach {shown}: {_reason(exc, url)}",
                             hint="check that the server is up and try again") from None
     except (ValueError, KeyError, TypeError, AssertionError) as exc:
         # dulwich raises these for URLs it cannot parse and for malformed replies
-        raise UsageError(f"cannot fetch {shown}: {_reason(exc)}",
+        raise UsageError(f"cannot fetch {shown}: {_reason(exc, url)}",
                          hint="a URL is a local path, file://, git://, http(s):// or ssh") from None
     if "sha" not in found:
         names = ", ".join(sorted(r.decode("utf-8", "replace") for r in result.refs))
@@ -266,16 +373,14 @@ def _peel(store: GitStore, sha: bytes, shown: str, ref: str) -> ObjectId:
     raise UsageError(f"{shown}: {ref!r} does not name a commit")
 
 
-def _reason(exc: BaseException) -> str:
-    import re
-
-    text = str(exc) or type(exc).__name__
+def _reason(exc: BaseException, url: str) -> str:
+    text = hide_secrets(str(exc) or type(exc).__name__, url)
     text = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@", r"\1", text)  # anywhere in it
     return " ".join(text.split())[:300]
 
 
-def _protocol_error(shown: str, exc: BaseException) -> LibrarianError:
-    text = _reason(exc)
+def _protocol_error(shown: str, exc: BaseException, url: str) -> LibrarianError:
+    text = _reason(exc, url)
     lowered = text.lower()
     if any(word in lowered for word in ("not found", "does not exist", "not exported",
                                         "no such", "access denied", "not a git")):

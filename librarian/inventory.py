@@ -150,6 +150,8 @@ def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
 def _sources(
     library: Library, store: GitStore, tree: ObjectId | None
 ) -> tuple[dict[str, Any], ...]:
+    from .gitremote import strip_credentials  # a hand-edited URL may hold a secret
+
     entry = store.lookup(tree, LOCK_FILE)
     locked = load_lock(store.read_blob(entry.sha)) if entry else {}
     out = []
@@ -157,7 +159,7 @@ def _sources(
         pin = locked.get(name)
         out.append({
             "name": name,
-            "url": source.url,
+            "url": strip_credentials(source.url),
             "ref": source.ref,
             "commit": pin.commit if pin else None,
             "items": len(pin.items) if pin else 0,

@@ -15,7 +15,9 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from .history import LogEntry
     from .inventory import Inventory
     from .runs import RunRecord
+    from .sources import SourceInfo
     from .status import StatusReport
+    from .update import SourcePlan, UpdateReport
 
 
 def to_jsonable(value: Any) -> Any:
@@ -139,3 +141,93 @@ def runs_text(records: list[RunRecord]) -> str:
         lines.append(f"{record.run_id}  {record.status:<9} {record.mode:<5} {when}  "
                      f"{record.name}{code}")
     return "\n".join(lines) if lines else "(no runs)"
+
+
+# -- shared libraries: source list|remove, outdated, update ----------------------------
+
+
+def sources_json(infos: tuple[SourceInfo, ...]) -> dict[str, Any]:
+    return {"kind": "sources", "sources": [to_jsonable(s) for s in infos]}
+
+
+def sources_text(infos: tuple[SourceInfo, ...]) -> str:
+    lines = [f"{s.name:<20} {s.url} ({s.ref}) "
+             + (f"at {s.commit[:12]}, {s.items} items" if s.commit else "not installed yet")
+             for s in infos]
+    return "\n".join(lines) if lines else "(no sources)"
+
+
+def source_removed_text(receipt: Receipt) -> str:
+    text = receipt_text(receipt)
+    if receipt.details.get("backup"):
+        text += f"\n  local edits saved in {receipt.details['backup']}; restore with:"
+        text += "".join(f"\n    {c}" for c in receipt.details["restore"])
+    return text
+
+
+def update_plan_json(plan: SourcePlan) -> dict[str, Any]:
+    return {
+        "source": plan.source, "url": plan.url, "ref": plan.ref,
+        "old_commit": plan.old_commit, "new_commit": plan.new_commit,
+        "counts": plan.counts(),
+        "items": [to_jsonable(i) for i in plan.items],
+        "skipped": [to_jsonable(s) for s in plan.skipped],
+        "filtered_out": plan.filtered_out,
+    }
+
+
+def update_report_json(report: UpdateReport) -> dict[str, Any]:
+    names = [p.source for p in report.plans]
+    return {
+        "kind": report.kind,
+        "name": ",".join(names),
+        "path": ",".join(f"sources/{n}" for n in names),
+        "digest": None,
+        "commit": report.commit,
+        "dry_run": report.dry_run,
+        "forced": report.forced,
+        "up_to_date": report.up_to_date,
+        "plans": [update_plan_json(p) for p in report.plans],
+        "backups": [{"ref": b.ref, "commit": b.commit, "paths": list(b.paths),
+                     "restore": list(b.restore)} for b in report.backups],
+        "stale_tools": list(report.stale_tools),
+        "warnings": list(report.warnings),
+    }
+
+
+def update_plan_lines(plans: tuple[SourcePlan, ...]) -> list[str]:
+    lines = []
+    for plan in plans:
+        old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
+        lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
+        for item in plan.items:
+            if item.action != "keep" or item.local_edit or item.work is None:
+                lines.append(f"  {item.action:<9} {item.name:<28} {item.reason}")
+        counts = plan.counts()
+        lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+        for skipped in plan.skipped:
+            lines.append(f"  skipped   {skipped.path}: {'; '.join(skipped.problems)}")
+    return lines
+
+
+def update_report_text(report: UpdateReport) -> str:
+    if not report.plans:
+        return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",
+                          *(f"warning: {w}" for w in report.warnings)])
+    lines = update_plan_lines(report.plans)
+    if report.up_to_date:
+        lines.append("already up to date: nothing to change, no commit made")
+    elif report.kind == "outdated" or report.dry_run:
+        lines.append("dry run: nothing was changed" if report.dry_run
+                     else "run `librarian update` to install these changes")
+    elif report.commit:
+        lines.append(f"updated in {report.commit[:12]}")
+    for backup in report.backups:
+        lines.append(f"local edits saved in {backup.ref}; restore each with:")
+        lines += [f"  {command}" for command in backup.restore]
+    for tool in report.stale_tools:
+        lines.append(f"tool {tool} is now stale: its recipe changed; review and expose it again")
+    shown = {f"{p.source}: skipped {s.path}: " + "; ".join(s.problems)  # listed above
+             for p in report.plans for s in p.skipped}
+    lines += [f"warning: {w}" for w in report.warnings if w not in shown]
+    return "\n".join(lines)

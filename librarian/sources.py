@@ -3,11 +3,14 @@
 Adding a source is one commit to ``library.yaml``; nothing is fetched until ``update``.
 Removing one is one commit that drops the subscription, its pin in ``librarian.lock`` and
 its managed collection under ``sources/<name>/``; local edits there refuse the removal
-(exit 3) unless ``force``, which backs them up first (``librarian.backups``).
+(exit 3) unless ``force``, which backs them up first (``librarian.backups``); a tool
+exposing one of its recipes refuses it (exit 3) until the tool is withdrawn. Every command
+reads the committed ``library.yaml``, never the work tree's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,25 +19,34 @@ from .backups import back_up
 from .config import (
     LIBRARY_FILE,
     LOCK_FILE,
+    TOOLS_FILE,
     SourceConfig,
     dump_library_config,
     dump_lock,
     load_library_config,
     load_lock,
+    load_tools,
 )
-from .errors import ConflictError, UsageError
-from .gitremote import strip_credentials, url_has_password
+from .errors import ConflictError, TrustError, UsageError
+from .gitremote import parse_remote, strip_credentials, url_problem
 from .gitstore import GitStore, ObjectId
 from .library import Library
 from .names import check_name
 from .receipts import Receipt
 from .statcache import SpecialFileError, WorkTreeCache
 from .txn import DirChange, FileChange, check_unmodified, commit_changes, mutation
-from .update import SOURCE_REF_PREFIX, installed_items, source_ref
+from .updateplan import (
+    SOURCE_REF_PREFIX,
+    committed_config,
+    committed_library_yaml,
+    committed_lock,
+    installed_items,
+    source_ref,
+)
 from .upstream import collection_path, compile_patterns
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_SCP_LIKE = re.compile(r"^[^/]+@[^/:]+:|^[A-Za-z0-9.-]+:[^/]")
+_SCP_LIKE = re.compile(r"^[^/:]+:")  # [user@]host:path, as dulwich reads it
 
 
 @dataclass(frozen=True)
@@ -54,13 +66,15 @@ def normalise_url(url: str) -> str:
     url = url.strip()
     if not url:
         raise UsageError("the URL is empty")
-    if url_has_password(url):
-        raise UsageError(
-            f"{strip_credentials(url)}: the URL holds a password, which would be committed "
-            "to library.yaml",
-            hint="use an ssh key or a URL without credentials",
-        )
     if _SCHEME.match(url) or _SCP_LIKE.match(url):
+        problem = url_problem(url)
+        if problem is not None:  # the message never shows a secret the URL holds
+            shown = strip_credentials(url) if parse_remote(url) is not None else "the URL"
+            raise UsageError(
+                f"{shown}: {problem}",
+                hint="a URL is a local path, file://, git://, http(s):// or ssh; credentials "
+                "belong in an ssh key or a git credential helper, never in the URL",
+            )
         return url
     path = Path(url).expanduser()
     if not path.exists():
@@ -72,10 +86,20 @@ def normalise_url(url: str) -> str:
 def _committed(store: GitStore) -> tuple[ObjectId | None, ObjectId | None, bytes]:
     base = store.head()
     tree = store.commit(base).tree if base is not None else None
-    entry = store.lookup(tree, LIBRARY_FILE)
-    if entry is None:
-        raise UsageError(f"{LIBRARY_FILE} is not committed", hint="restore it with git")
-    return base, tree, store.read_blob(entry.sha)
+    return base, tree, committed_library_yaml(store, tree)
+
+
+def refuse_trust(trust: tuple[str, ...]) -> None:
+    """``trust:`` keys demand signed releases (spec §7), which this version cannot verify;
+    a subscription that ``update`` would have to refuse is not recorded at all."""
+    if trust:
+        raise TrustError(
+            "signed releases (--trust) are not supported by this version of librarian, and "
+            "librarian will not install unverified content for a source that demands it; "
+            "nothing was changed",
+            hint="add the source without --trust to follow it unverified, or upgrade "
+            "librarian",
+        )
 
 
 def add_source(
@@ -86,7 +110,9 @@ def add_source(
     ref: str = "main",
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    trust: tuple[str, ...] = (),
 ) -> Receipt:
+    refuse_trust(trust)
     check_name(name, "source name")
     url = normalise_url(url)
     if not ref.strip() or any(c in ref for c in " ~^:?*[\\") or ".." in ref:
@@ -121,12 +147,12 @@ def add_source(
 
 
 def list_sources(library: Library) -> tuple[SourceInfo, ...]:
-    config = library.config()
+    """The committed subscriptions (what ``update`` follows) with their pins."""
     with library.store() as store:
         head = store.head()
         tree = store.commit(head).tree if head else None
-        entry = store.lookup(tree, LOCK_FILE)
-        locked = load_lock(store.read_blob(entry.sha)) if entry else {}
+        config = committed_config(store, tree)
+        locked = committed_lock(store, tree)
         fetched = store.refs_under(SOURCE_REF_PREFIX.encode())
         out = []
         for name, source in sorted(config.sources.items()):
@@ -145,6 +171,7 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Receip
         config = load_library_config(data)
         if name not in config.sources:
             raise UsageError(f"no source named {name!r}", hint="`librarian source list`")
+        _refuse_exposed(store, tree, name)
         edited = local_edits(library, store, tree, name)
         backup = None
         if edited:
@@ -183,6 +210,23 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Receip
                    commit=result.commit, details=details)
 
 
+def _refuse_exposed(store: GitStore, tree: ObjectId | None, name: str) -> None:
+    """Tools in tools.yaml pointing into the collection would dangle once it is gone."""
+    entry = store.lookup(tree, TOOLS_FILE)
+    if entry is None:
+        return
+    inside = collection_path(name) + "/"
+    tools = sorted(tool for tool, spec in load_tools(store.read_blob(entry.sha)).items()
+                   if spec.recipe.startswith(inside))
+    if tools:
+        raise ConflictError(
+            f"{name}'s collection holds recipes exposed as tool {', '.join(tools)} in "
+            f"{TOOLS_FILE}; nothing was changed",
+            hint="withdraw " + ("it" if len(tools) == 1 else "them") + " first: "
+            + "; ".join(f"`librarian withdraw {tool}`" for tool in tools),
+        )
+
+
 def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
                 source: str) -> list[str]:
     """Library paths of the source's items whose work tree differs from the commit, plus
@@ -213,6 +257,4 @@ def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
 
 
 def _walk(root: Path) -> list[tuple[Path, list[str], list[str]]]:
-    import os
-
     return [(Path(d), dirs, files) for d, dirs, files in os.walk(root)]

@@ -96,6 +96,29 @@ class Upstream:
         return commit.id.decode()
 
 
+def edit_source(library: Path, source: str, *, commit: bool = True, **fields: Any) -> None:
+    """Hand-edit ``source`` in library.yaml (``url=…``, ``trust=(…)``; a new source needs a
+    url), as a user would in an editor; with ``commit``, commit it with plain git (dulwich's
+    porcelain), with no librarian trailers."""
+    from dataclasses import replace
+
+    from dulwich import porcelain
+
+    from librarian.config import SourceConfig, dump_library_config, load_library_config
+
+    path = library / "library.yaml"
+    config = load_library_config(path.read_bytes())
+    sources = dict(config.sources)
+    sources[source] = replace(sources.get(source) or SourceConfig(url=fields["url"]), **fields)
+    path.write_bytes(dump_library_config(replace(config, sources=sources)))
+    if commit:
+        with Repo(str(library)) as repo:
+            porcelain.add(repo, paths=[str(path)])
+            porcelain.commit(repo, message=f"edit source {source} by hand",
+                             author=b"User <user@example.org>",
+                             committer=b"User <user@example.org>")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -144,6 +144,123 @@ def test_remove_with_local_edits_is_refused_unless_forced_with_a_backup(
 
 def test_strip_credentials() -> None:
     assert strip_credentials("https://u:p@host/x.git") == "https://host/x.git"
-    assert strip_credentials("ssh://git@host/x.git") == "ssh://host/x.git"
+    assert strip_credentials("https://TOKEN@host/x.git") == "https://host/x.git"
+    assert strip_credentials("https://host/x.git?private_token=abc") == "https://host/x.git"
+    assert strip_credentials("https://u:p@host:8443/x.git?a=b#c") == "https://host:8443/x.git"
+    # an ssh user name is an account, not a secret (and library.yaml may hold it)
+    assert strip_credentials("ssh://git@host/x.git") == "ssh://git@host/x.git"
+    assert strip_credentials("ssh://git:pw@host/x.git") == "ssh://git@host/x.git"
+    assert strip_credentials("git@host:x.git") == "git@host:x.git"
+    assert strip_credentials("alice:s3cret@host:x.git") == "alice@host:x.git"
     assert strip_credentials("/local/path") == "/local/path"
     assert strip_credentials("git://host/a@b") == "git://host/a@b"
+
+
+def test_add_refuses_trust_keys_because_signed_releases_are_not_supported(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    old = head(library)
+    result = lib(capsys, library, "source", "add", "team", upstream.url,
+                 "--trust", "ed25519:AAAAC3NzaC1lZDI1NTE5AAAAIB")
+    assert result.code == 4, result.err
+    line = assert_one_error_line(result.err)
+    assert "signed releases (--trust) are not supported by this version" in line
+    assert "will not install unverified content" in line
+    assert head(library) == old
+    assert load_library_config((library / "library.yaml").read_bytes()).sources == {}
+
+
+@pytest.mark.parametrize("url, secret", [
+    ("https://TOKEN1234abcd@example.org/lib.git", "TOKEN1234abcd"),
+    ("https://oauth2:glpat-XYZ987@example.org/lib.git", "glpat-XYZ987"),
+    ("https://example.org/lib.git?private_token=glpat-XYZ987", "glpat-XYZ987"),
+    ("https://example.org/lib.git#glpat-XYZ987", "glpat-XYZ987"),
+    ("git://deploy-token@example.org/lib.git", "deploy-token"),
+    ("file://someone@localhost/srv/lib.git", "someone"),
+    ("alice:s3cretpass@example.org:lib.git", "s3cretpass"),
+    ("git@example.org:lib.git?token=s3cretpass", "s3cretpass"),
+])
+def test_add_refuses_any_credential_in_the_url_without_echoing_it(
+    library: Path, capsys: Cap, url: str, secret: str
+) -> None:
+    old = head(library)
+    result = lib(capsys, library, "source", "add", "web", url)
+    assert result.code == 2, result.err
+    assert_one_error_line(result.err)
+    assert secret not in result.err + result.out
+    assert head(library) == old
+    as_json = lib(capsys, library, "source", "add", "web", url, "--json")
+    assert as_json.code == 2 and secret not in as_json.out + as_json.err
+
+
+@pytest.mark.parametrize("url", [
+    "ssh://-oProxyCommand=true/x.git",
+    "ssh://-oProxyCommand=true@example.org/x.git",
+    "-oProxyCommand=true:x.git",
+    "git@-oProxyCommand=true:x.git",
+    "ftp://example.org/x.git",
+    "ssh:///x.git",
+])
+def test_add_refuses_hostile_or_unusable_urls_with_exit_2(
+    library: Path, capsys: Cap, url: str
+) -> None:
+    old = head(library)
+    result = lib(capsys, library, "source", "add", "web", url)
+    assert result.code == 2, result.err
+    assert_one_error_line(result.err)
+    assert head(library) == old
+
+
+@pytest.mark.parametrize("url", [
+    "ssh://git@example.org/team/lib.git",
+    "git+ssh://git@example.org:2222/team/lib.git",
+    "git@example.org:team/lib.git",
+    "example.org:/srv/lib.git",
+    "https://example.org/team/lib.git",
+])
+def test_add_accepts_ssh_user_names_and_plain_urls(
+    library: Path, capsys: Cap, url: str
+) -> None:
+    result = lib(capsys, library, "source", "add", "web", url, "--json")
+    assert result.code == 0, result.err
+    assert load_library_config((library / "library.yaml").read_bytes()).sources["web"].url == url
+    assert result.json["url"] == url
+
+
+def test_remove_is_refused_while_a_tool_exposes_one_of_its_recipes(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert lib(capsys, library, "update").code == 0
+    exposed = lib(capsys, library, "expose", "team:review", "--as", "review")
+    if "No such command" in exposed.err:
+        pytest.skip("expose is not registered yet")
+    assert exposed.code == 0, exposed.err
+    old, snapshot = head(library), tree_snapshot(library)
+    for extra in ((), ("--force",)):
+        refused = lib(capsys, library, "source", "remove", "team", *extra)
+        assert refused.code == 3, refused.err
+        assert "review" in assert_one_error_line(refused.err)
+        assert "librarian: hint: withdraw it first: `librarian withdraw review`" in refused.err
+        assert head(library) == old and tree_snapshot(library) == snapshot
+    assert lib(capsys, library, "withdraw", "review").code == 0
+    removed = lib(capsys, library, "source", "remove", "team")
+    assert removed.code == 0, removed.err
+    assert "sources/team" not in (library / "tools.yaml").read_text()
+
+
+def test_inspect_and_list_show_urls_without_credentials(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    from sources_helpers import edit_source
+
+    assert lib(capsys, library, "source", "add", "team", "https://example.org/lib.git").code == 0
+    edit_source(library, "team", url="https://alice:s3cretpass@example.org/lib.git?t=tok3n")
+    inspected = lib(capsys, library, "inspect", "sources", "--json")
+    assert inspected.code == 0, inspected.err
+    assert inspected.json["sources"][0]["url"] == "https://example.org/lib.git"
+    human = lib(capsys, library, "inspect", "sources")
+    listed = lib(capsys, library, "source", "list", "--json")
+    assert listed.json["sources"][0]["url"] == "https://example.org/lib.git"
+    everything = human.out + human.err + inspected.out + listed.out
+    assert "s3cretpass" not in everything and "tok3n" not in everything

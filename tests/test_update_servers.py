@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import GIT, head, run_main, tree_snapshot
-from sources_helpers import Upstream, free_port, git_daemon, http_server
+from sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
 
 from librarian.config import load_lock
 
@@ -81,12 +81,9 @@ def _installed(library: Path, capsys: Cap, served: Upstream) -> tuple[str | None
 
 
 def _point_at(library: Path, url: str) -> None:
-    """Hand-edit library.yaml's URL (as a user would), leaving the commit alone."""
-    path = library / "library.yaml"
-    text = path.read_text()
-    start = text.index("url: ") + len("url: ")
-    end = text.index("\n", start)
-    path.write_text(text[:start] + url + text[end:])
+    """Hand-edit library.yaml's URL (as a user would) and commit it: update follows only the
+    committed library.yaml."""
+    edit_source(library, "team", url=url)
 
 
 @pytest.mark.parametrize("scheme", ["git", "http"])
@@ -118,7 +115,7 @@ def test_missing_repository_on_each_server_is_exit_2(
                 urls.append(f"{daemon}/missing.git")
                 for url in urls:
                     _point_at(library, url)
-                    snapshot = tree_snapshot(library)
+                    old, snapshot = head(library), tree_snapshot(library)
                     result = lib(capsys, library, "update")
                     assert result.code == 2, (url, result.err)
                     _assert_nothing_changed(library, old, snapshot)
@@ -156,3 +153,52 @@ def test_tags_are_followed(library: Path, served: Upstream, capsys: Cap) -> None
     result = lib(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert result.json["plans"][0]["new_commit"] == served.commits[-1]
+
+
+@pytest.mark.parametrize("hostile", ["ssh://-oProxyCommand=true/x.git",
+                                     "-oProxyCommand=true:x.git",
+                                     "ssh://-oProxyCommand=true@example.org/x.git"])
+def test_a_hostile_ssh_url_committed_by_hand_is_exit_2(
+    library: Path, served: Upstream, capsys: Cap, hostile: str
+) -> None:
+    _installed(library, capsys, served)
+    _point_at(library, hostile)
+    old, snapshot = head(library), tree_snapshot(library)
+    for command in ("update", "outdated"):
+        result = lib(capsys, library, command)
+        assert result.code == 2, (command, result.err)
+        assert "starts with '-'" in result.err
+    _assert_nothing_changed(library, old, snapshot)
+
+
+@pytest.mark.parametrize("error", ["StrangeHostname", "TransportNotAllowed"])
+def test_dulwich_refusing_a_url_is_a_usage_error(
+    library: Path, monkeypatch: pytest.MonkeyPatch, error: str
+) -> None:
+    import dulwich.client
+
+    from librarian import gitremote
+    from librarian.errors import UsageError
+    from librarian.library import Library
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise getattr(dulwich.client, error)("-oProxyCommand=true")
+
+    monkeypatch.setattr(gitremote, "_fetch_pack", refuse)
+    with Library(library).store() as store, pytest.raises(UsageError) as raised:
+        gitremote.fetch_ref(store, "ssh://example.org/x.git", "main",
+                            into=b"refs/librarian/sources/x", have=None)
+    assert error in raised.value.message
+
+
+def test_a_query_string_token_never_reaches_a_message(
+    library: Path, served: Upstream, capsys: Cap
+) -> None:
+    _installed(library, capsys, served)
+    port = free_port()  # nothing listens there
+    _point_at(library, f"http://127.0.0.1:{port}/team.git?private_token=glpat-s3cret")
+    old, snapshot = head(library), tree_snapshot(library)
+    for args in (("update",), ("update", "--json"), ("outdated",), ("source", "list")):
+        result = lib(capsys, library, *args)
+        assert "glpat-s3cret" not in result.out + result.err, args
+    _assert_nothing_changed(library, old, snapshot)

@@ -11,8 +11,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-import pathspec
+from typing import Protocol
 
 from .errors import UsageError, ValidationError
 from .model import (
@@ -39,9 +38,42 @@ _REFUSED_HINT = f"files that should stay out can be listed in {IGNORE_FILE} (git
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def ignore_spec(lines: Iterable[str] = ()) -> pathspec.GitIgnoreSpec:
+class IgnoreMatcher(Protocol):
+    def match_file(self, file: str) -> bool: ...
+
+
+class DefaultIgnores:
+    """``DEFAULT_IGNORES`` matched by name, as gitignore matches them, without importing
+    pathspec (~30 ms) when a source has no ``.librarianignore``. A property test holds it
+    equal to pathspec's reading of the same patterns."""
+
+    _DIRECTORIES = frozenset({".git", "__pycache__"})
+
+    def match_file(self, file: str) -> bool:
+        parts = file.split("/")
+        is_dir = parts[-1] == ""
+        if is_dir:
+            parts.pop()
+        # Anything below an ignored directory is ignored; "*.pyc" and ".DS_Store" name
+        # directories too (no trailing slash), ".git/" and "__pycache__/" only directories.
+        if any(self._names(part) or part in self._DIRECTORIES for part in parts[:-1]):
+            return True
+        return self._names(parts[-1]) or (is_dir and parts[-1] in self._DIRECTORIES)
+
+    @staticmethod
+    def _names(name: str) -> bool:
+        return name.endswith(".pyc") or name == ".DS_Store"
+
+
+def ignore_spec(lines: Iterable[str] = ()) -> IgnoreMatcher:
     """The default ignores followed by ``lines`` (gitignore syntax, later lines win)."""
-    return pathspec.GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *lines])
+    extra = list(lines)
+    if not extra:
+        return DefaultIgnores()
+    import pathspec
+
+    spec: IgnoreMatcher = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *extra])
+    return spec
 
 
 def read_source_dir(root: Path, policy: Policy) -> tuple[ItemFile, ...]:
@@ -177,7 +209,7 @@ def _read_file(path: str, st: os.stat_result, limit: int, *, follow: bool) -> by
     return data if len(data) <= limit else None
 
 
-def _load_ignores(root: Path, policy: Policy, problems: list[str]) -> pathspec.GitIgnoreSpec:
+def _load_ignores(root: Path, policy: Policy, problems: list[str]) -> IgnoreMatcher:
     """Defaults plus ``.librarianignore``; the walk refuses it if it is a link or too big."""
     path = root / IGNORE_FILE
     try:
@@ -200,7 +232,7 @@ class _Walker:
     """Depth-first walk that reads files only while the item is within its bounds."""
 
     def __init__(
-        self, root: Path, policy: Policy, spec: pathspec.GitIgnoreSpec, problems: list[str]
+        self, root: Path, policy: Policy, spec: IgnoreMatcher, problems: list[str]
     ) -> None:
         self.root = root
         self.policy = policy

@@ -15,10 +15,8 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-import pathspec
-
 from .config import SourceConfig
-from .content import validate_item
+from .content import IgnoreMatcher, validate_item
 from .digest import MODE_EXECUTABLE, MODE_FILE
 from .errors import UsageError, ValidationError
 from .gitstore import GitStore, ObjectId, TreeEntry
@@ -61,17 +59,20 @@ def collection_path(source: str, upstream_path: str = "") -> str:
     return f"{base}/{upstream_path}" if upstream_path else base
 
 
-def compile_patterns(patterns: tuple[str, ...], what: str) -> pathspec.GitIgnoreSpec | None:
+def compile_patterns(patterns: tuple[str, ...], what: str) -> IgnoreMatcher | None:
     if not patterns:
         return None
     try:
-        return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+        import pathspec  # only sources with patterns pay for it (~30 ms)
+
+        spec: IgnoreMatcher = pathspec.GitIgnoreSpec.from_lines(list(patterns))
+        return spec
     except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
         raise UsageError(f"invalid {what} pattern: {exc}") from None
 
 
-def selected(path: str, include: pathspec.GitIgnoreSpec | None,
-             exclude: pathspec.GitIgnoreSpec | None) -> bool:
+def selected(path: str, include: IgnoreMatcher | None,
+             exclude: IgnoreMatcher | None) -> bool:
     """Whether the item at upstream ``path`` passes the source's filters (directory match,
     so ``skills/`` and ``skills/*`` both select ``skills/pdf``)."""
     as_dir = path + "/"

@@ -386,3 +386,23 @@ def test_load_refuses_what_read_refuses(skill_dir: Path) -> None:
     (skill_dir / "link").symlink_to("SKILL.md")
     with pytest.raises(ValidationError, match="symbolic link"):
         load_source(skill_dir, POLICY)
+
+
+_PART = st.sampled_from([".git", "__pycache__", "a.pyc", ".DS_Store", "src", "x", ".gitx",
+                         "pyc", "notes.md", "__pycache__x", "b.pyc.txt"])
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(_PART, min_size=1, max_size=4), st.booleans())
+def test_default_ignores_match_exactly_what_pathspec_matches(
+    parts: list[str], as_dir: bool
+) -> None:
+    """The pathspec-free matcher for sources without .librarianignore must agree with
+    pathspec's gitignore reading of DEFAULT_IGNORES on every path, file or directory."""
+    import pathspec
+
+    from librarian.content import DefaultIgnores
+
+    path = "/".join(parts) + ("/" if as_dir else "")
+    reference = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_IGNORES))
+    assert DefaultIgnores().match_file(path) == bool(reference.match_file(path)), path

@@ -186,10 +186,40 @@ def demo(
             typer.echo(step.output.rstrip("\n"))
 
 
-# Command modules of later capabilities register their commands on `app` when imported;
-# one import line each, kept here so `librarian --help` lists every command.
-# (registration imports below)
-from . import cli_skills, cli_sources, cli_tools  # noqa: E402,F401
+# Command modules of later capabilities register their commands on `app` when imported.
+# typer inspects every registered command when it starts (~20 ms for these modules), so a
+# command line imports only the module of its own command; help, an unknown command or no
+# command imports them all. tests/test_cli_exit_codes.py holds this table to the modules.
+COMMAND_MODULES = {
+    **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
+                     "hide", "show", "resident", "prompt"), "cli_skills"),
+    **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "cli_tools"),
+    **dict.fromkeys(("source", "outdated", "update"), "cli_sources"),
+}
+FOUNDATION_COMMANDS = frozenset(
+    ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",
+     "hooks"))
+
+
+def register_commands(args: list[str]) -> None:
+    """Import the command module(s) the command line ``args`` needs."""
+    from importlib import import_module
+
+    command, skip = None, False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--library":
+            skip = True  # its value is not the command
+        elif not arg.startswith("-"):
+            command = arg
+            break
+    if command in FOUNDATION_COMMANDS:
+        return
+    modules = {COMMAND_MODULES[command]} if command in COMMAND_MODULES else set(
+        COMMAND_MODULES.values())
+    for module in sorted(modules):
+        import_module(f"librarian.{module}")
 
 
 def _fail(
@@ -219,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     _strip_git_environment()
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
+    register_commands(args)
     try:
         result = app(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:

@@ -181,3 +181,32 @@ def test_real_process_status_check(stocked: Path) -> None:
     dirty = run_process("status", "--check", cwd=stocked)
     assert dirty.returncode == 3
     assert "modified" in dirty.stdout and "skills/alpha" in dirty.stdout
+
+
+def test_the_lazy_registration_table_names_every_command_and_its_module() -> None:
+    """cli.main imports only the command module a command line needs, from a table; the
+    table must name exactly the registered commands, each with the module defining it."""
+    from librarian import cli
+    from librarian.cliapp import app
+
+    cli.register_commands(["--help"])  # imports every command module
+    seen = {}
+    for info in app.registered_commands:
+        assert info.callback is not None
+        name = info.name or info.callback.__name__.replace("_", "-")
+        seen[name] = info.callback.__module__.rsplit(".", 1)[-1]
+    for group in app.registered_groups:
+        assert group.name is not None
+        seen[group.name] = "group"
+    expected = {**{name: "cli" for name in cli.FOUNDATION_COMMANDS}, **cli.COMMAND_MODULES}
+    assert set(seen) == set(expected)
+    for name, module in seen.items():
+        if module != "group":
+            assert module == expected[name], name
+
+
+def test_a_command_line_finds_its_command_after_the_library_option(
+    library: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_main(capsys, "--library", str(library), "prompt", "--format", "json")
+    assert result.code == 0 and result.out.lstrip().startswith("{")

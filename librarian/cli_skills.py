@@ -28,7 +28,8 @@ def _receipt(receipt: object, as_json: bool) -> None:
 @app.command()
 def review(as_json: JsonOpt = False) -> None:
     """Drafts awaiting a decision: kind, age, digest, last decision, evidence."""
-    from .review import review_drafts, review_text
+    from .render import review_text
+    from .review import review_drafts
 
     report = review_drafts(current_library())
     emit({"kind": "review", "drafts": report.drafts} if as_json else None, as_json,

@@ -10,9 +10,9 @@ from .library import Library
 from .lifecycle import defer, promote
 from .prompt import load_registry
 from .promptrender import render_prompt
-from .render import receipt_text
+from .render import receipt_text, review_text
 from .retention import retain
-from .review import review_drafts, review_text
+from .review import review_drafts
 from .visibility import resident
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from .gate import ApprovalReview
     from .history import LogEntry
     from .inventory import Inventory
+    from .review import ReviewReport
     from .runs import RunRecord
     from .sources import SourceInfo
     from .status import StatusReport
@@ -230,4 +231,28 @@ def update_report_text(report: UpdateReport) -> str:
     shown = {f"{p.source}: skipped {s.path}: " + "; ".join(s.problems)  # listed above
              for p in report.plans for s in p.skipped}
     lines += [f"warning: {w}" for w in report.warnings if w not in shown]
+    return "\n".join(lines)
+
+
+def age_text(seconds: int | None) -> str:
+    if seconds is None:
+        return "age unknown"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def review_text(report: ReviewReport) -> str:
+    if not report.drafts:
+        return "no drafts awaiting review"
+    lines = []
+    for draft in report.drafts:
+        lines.append(f"{draft.status:<9}{draft.kind:<7} {draft.name:<28} "
+                     f"{age_text(draft.age_seconds):>6}  {draft.digest or '?'}")
+        lines.append(f"         evidence: {draft.evidence or 'unknown'}")
+        decision = draft.decision
+        if decision is not None:
+            until = f" until {decision.until}" if decision.until else ""
+            lines.append(f"         deferred{until}: {decision.reason or ''}")
     return "\n".join(lines)

@@ -130,27 +130,3 @@ def _order(entry: DraftReview) -> tuple[int, str, int, str]:
     rank = {DUE: 0, NEW: 1, DEFERRED: 2}[entry.status]
     until = entry.decision.until if entry.decision and entry.decision.until else ""
     return rank, until, entry.admitted or 0, entry.name
-
-
-def age_text(seconds: int | None) -> str:
-    if seconds is None:
-        return "age unknown"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def review_text(report: ReviewReport) -> str:
-    if not report.drafts:
-        return "no drafts awaiting review"
-    lines = []
-    for draft in report.drafts:
-        lines.append(f"{draft.status:<9}{draft.kind:<7} {draft.name:<28} "
-                     f"{age_text(draft.age_seconds):>6}  {draft.digest or '?'}")
-        lines.append(f"         evidence: {draft.evidence or 'unknown'}")
-        decision = draft.decision
-        if decision is not None:
-            until = f" until {decision.until}" if decision.until else ""
-            lines.append(f"         deferred{until}: {decision.reason or ''}")
-    return "\n".join(lines)

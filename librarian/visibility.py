@@ -17,6 +17,7 @@ from .library import Library, committed_items
 from .lifecycle import read_base
 from .receipts import Receipt
 from .resolve import find_item
+from .statcache import DigestCache
 from .txn import FileChange, commit_changes, mutation
 
 Field = str  # "hidden" | "resident"
@@ -44,7 +45,7 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
         current: tuple[str, ...] = getattr(config, field)
         if not on and name in current:
             # Taking a name off a list works even when the skill is gone (cleaning up).
-            skill_name, path = name, _path_of(store, tree, name)
+            skill_name, path, digest = name, _path_of(store, tree, name), None
         else:
             item = find_item(store, tree, name)
             if item.kind != "skill" or item.state == "draft":
@@ -55,11 +56,12 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
                     + ("; promote the draft first" if item.state == "draft" else ""),
                 )
             skill_name, path = item.name, item.path
+            digest = DigestCache(library.cache_dir).digest(store, item.tree)
         wanted = on
         present = skill_name in current
         state_word = _state_word(field, on)
         if present == wanted:
-            return _receipt(event, skill_name, path, None, field, on,
+            return _receipt(event, skill_name, path, digest, None, field, on,
                             note=f"{skill_name} is already {state_word}; nothing changed")
         values = (*current, skill_name) if wanted else tuple(v for v in current if v != skill_name)
         ordered = tuple(sorted(values))
@@ -84,7 +86,7 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
         if on and skill_name in other:
             warning = (f"{skill_name} is both hidden and resident: hidden wins, the prompt "
                        "shows neither its entry nor its body")
-    return _receipt(event, skill_name, path, result.commit, field, on, warning=warning)
+    return _receipt(event, skill_name, path, digest, result.commit, field, on, warning=warning)
 
 
 def _path_of(store: GitStore, tree: ObjectId | None, name: str) -> str:
@@ -104,6 +106,7 @@ def _receipt(
     event: str,
     name: str,
     path: str,
+    digest: str | None,
     commit: str | None,
     field: Field,
     on: bool,
@@ -118,7 +121,7 @@ def _receipt(
         kind="skill_visibility",
         name=name,
         path=path,
-        digest=None,
+        digest=digest,
         commit=commit,
         details=details,
         warnings=(warning,) if warning else (),

@@ -66,6 +66,8 @@ def test_hide_show_resident_change_library_yaml_by_one_commit(
     assert result.code == 0, result.err
     assert result.json["kind"] == "skill_visibility"
     assert result.json["hidden"] is True
+    inspected = cli(capsys, stocked, "inspect", "skills", "--json").json["items"]
+    assert result.json["digest"] == next(i["digest"] for i in inspected if i["name"] == "pdf")
     assert commit_count(stocked) == count + 1
     assert "hidden:\n  - pdf" in library_yaml(stocked)
     assert "pdf" not in prompt_text(capsys, stocked)

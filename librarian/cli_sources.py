@@ -92,7 +92,7 @@ def outdated(names: SourcesArg = None, as_json: JsonOpt = False) -> None:
     from .update import outdated as plan_outdated
 
     report = plan_outdated(current_library(), names or (), progress=_progress())
-    emit(update_report_json(report), as_json, report_text(report))
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report))
 
 
 @app.command()
@@ -109,4 +109,4 @@ def update(
 
     report = run_update(current_library(), names or (), dry_run=dry_run, force=force,
                         progress=_progress())
-    emit(update_report_json(report), as_json, report_text(report))
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report))

@@ -167,10 +167,12 @@ def _work_hash(
     """The work tree's ids at ``library_path``: None when missing, "special" when it holds a
     link or special file (never equal to anything)."""
     target = library.path_of(library_path)
-    if target.is_symlink() or (target.exists() and not target.is_dir()):
-        return "special"
-    if not target.exists():
+    try:
+        mode = target.lstat().st_mode  # one stat: this runs for every managed item
+    except FileNotFoundError:
         return None
+    if not stat.S_ISDIR(mode):
+        return "special"
     try:
         return cache.item_hash(library_path, str(target))
     except SpecialFileError:

@@ -210,3 +210,28 @@ def test_a_command_line_finds_its_command_after_the_library_option(
 ) -> None:
     result = run_main(capsys, "--library", str(library), "prompt", "--format", "json")
     assert result.code == 0 and result.out.lstrip().startswith("{")
+
+
+def test_exit_4_and_5_in_process_and_in_a_real_process(
+    stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trust failures exit 4 (a source demanding signed releases is refused) and gate
+    refusals exit 5 (an unapproved digest never runs), in process and as a real process."""
+    from helpers import make_recipe
+
+    lib = ["--library", str(stocked)]
+    recipe = make_recipe(sources, "counter")
+    assert run_main(capsys, *lib, "retain", str(recipe)).code == 0
+    target = sources / "words.txt"
+    target.write_text("one two three\n")
+    trust = [*lib, "source", "add", "team", str(sources), "--trust", "ed25519:AAAA"]
+    refused_run = [*lib, "run", "counter", "--arg", f"path={target}"]
+    for args, code in ((trust, 4), (refused_run, 5)):
+        in_process = run_main(capsys, *args)
+        assert in_process.code == code, in_process.err
+        assert_one_error_line(in_process.err)
+        real = run_process(*args)
+        assert real.returncode == code, real.stderr
+        assert_one_error_line(real.stderr)
+    ran = run_process(*refused_run, "--yes")
+    assert ran.returncode == 0 and ran.stdout.split()[0] == "3", ran.stderr

@@ -149,7 +149,7 @@ def check(
 @app.command()
 def recover(as_json: JsonOpt = False) -> None:
     """Finish or roll back an interrupted change."""
-    from .txn import recover_library
+    from .recovery import recover_library
 
     outcome = recover_library(current_library())
     message = outcome or "nothing to recover"

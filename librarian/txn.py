@@ -10,8 +10,8 @@ Order of work, chosen so that a crash at any instant leaves the library recovera
 6. splice the changed entries into the git index, so plain ``git status`` stays clean;
 7. delete the journal, then the stage and trash.
 
-``recover`` finishes a transaction whose branch moved (roll forward from stage or objects)
-and discards one whose branch did not (the work tree was not touched before step 4).
+``recovery.recover`` finishes a transaction whose branch moved (roll forward from stage or
+objects) and discards one whose branch did not (the work tree was not touched before step 4).
 """
 
 from __future__ import annotations
@@ -80,15 +80,11 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def recover_library(library: Library) -> str | None:
-    """``librarian recover``: take the lock and finish or roll back an interrupted change."""
-    with library_lock(library.lock_path), library.store() as store:
-        return recover(library, store)
-
-
 @contextlib.contextmanager
 def mutation(library: Library) -> Iterator[GitStore]:
     """Hold the library lock, finish any interrupted transaction, yield the store."""
+    from .recovery import recover  # imported here: recovery imports this module
+
     with library_lock(library.lock_path), library.store() as store:
         recover(library, store)
         yield store
@@ -202,12 +198,12 @@ def commit_changes(
         crash_point("after-journal")
         store.move_branch(base, new, message=subject.encode())
     except BaseException:
-        _discard(library, tx)
+        discard(library, tx)
         raise
     crash_point("after-cas")
     done: list[tuple[str, int]] = []
     try:
-        _swap_in(library, store, tx, paths, new_tree, done)
+        swap_in(library, store, tx, paths, new_tree, done)
     except (LibrarianError, OSError):
         # A failure after the branch moved (a vanished directory, a full disk, an index
         # locked since the check): put everything back so the command changed nothing.
@@ -215,7 +211,7 @@ def commit_changes(
         _undo(library, store, tx, paths, done, base, new)
         raise
     crash_point("after-swap")
-    _discard(library, tx)
+    discard(library, tx)
     return CommitResult(new.decode(), base.decode() if base else None)
 
 
@@ -239,7 +235,7 @@ def _undo(
             target.parent.mkdir(parents=True, exist_ok=True)
             (trash / str(number)).rename(target)
     store.set_ref(store.branch(), new, base, b"librarian: undo an unfinished change")
-    _discard(library, tx)
+    discard(library, tx)
 
 
 def _stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
@@ -269,7 +265,7 @@ def _verify_staged(slot: Path, change: TreeChange) -> None:
         )
 
 
-def _swap_in(
+def swap_in(
     library: Library,
     store: GitStore,
     tx: str,
@@ -277,8 +273,8 @@ def _swap_in(
     new_tree: ObjectId,
     done: list[tuple[str, int]] | None = None,
 ) -> None:
-    """Steps 5 and 6; also the roll-forward of ``recover`` (idempotent). ``done`` records
-    each rename ("moved" old content to trash, "placed" new content) for ``_undo``."""
+    """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
+    records each rename ("moved" old content to trash, "placed" new content) for ``_undo``."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
     for number, path in enumerate(paths):
@@ -352,7 +348,7 @@ def _update_index(
         raise UsageError(f"cannot update the git index: {exc}") from None
 
 
-def _discard(library: Library, tx: str) -> None:
+def discard(library: Library, tx: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         library.journal_path.unlink()
         fsync_dir(library.state_dir)
@@ -360,50 +356,6 @@ def _discard(library: Library, tx: str) -> None:
         shutil.rmtree(directory / tx, ignore_errors=True)
         with contextlib.suppress(OSError):  # another transaction's leftovers keep it
             directory.rmdir()
-
-
-def recover(library: Library, store: GitStore) -> str | None:
-    """Finish or roll back an interrupted transaction. Returns what was done, or None."""
-    try:
-        journal = json.loads(library.journal_path.read_bytes())
-    except FileNotFoundError:
-        return _sweep(library)
-    except ValueError:
-        # A torn journal cannot exist (atomic_write); treat garbage as nothing to do.
-        library.journal_path.unlink()
-        return _sweep(library)
-    tx, new = str(journal["tx"]), str(journal["new"]).encode()
-    head = store.ref(str(journal["branch"]).encode())
-    if head is not None and _reaches(store, head, new):
-        _swap_in(library, store, tx, list(journal["paths"]), store.commit(new).tree)
-        outcome = f"finished the interrupted change {new.decode()[:12]}"
-    else:
-        outcome = "rolled back an interrupted change (nothing had been committed)"
-    _discard(library, tx)
-    return outcome
-
-
-def _sweep(library: Library) -> str | None:
-    """Remove stage and trash left by a command killed before it wrote its journal: under
-    the lock, with no journal, no transaction can still need them."""
-    leftovers = [
-        entry
-        for directory in (library.stage_dir, library.trash_dir)
-        if directory.is_dir()
-        for entry in directory.iterdir()
-    ]
-    for entry in leftovers:
-        shutil.rmtree(entry, ignore_errors=True)
-    return "removed the staging area of a change that never started" if leftovers else None
-
-
-def _reaches(store: GitStore, head: ObjectId, target: ObjectId, limit: int = 64) -> bool:
-    for count, info in enumerate(store.walk_log(head)):
-        if info.id == target:
-            return True
-        if count >= limit:
-            break
-    return False
 
 
 __all__ = [
@@ -416,5 +368,4 @@ __all__ = [
     "crash_point",
     "commit_changes",
     "mutation",
-    "recover",
 ]

@@ -16,11 +16,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .config import SourceConfig
-from .content import IgnoreMatcher, validate_item
+from .content import validate_item
 from .digest import MODE_EXECUTABLE, MODE_FILE
 from .errors import UsageError, ValidationError
 from .gitstore import GitStore, ObjectId, TreeEntry
 from .model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
+from .sourcedir import IgnoreMatcher
 from .worktree import hash_files
 
 MAX_DEPTH = 32

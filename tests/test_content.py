@@ -8,15 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian import content
-from librarian.content import (
-    DEFAULT_IGNORES,
-    load_source,
-    read_source_dir,
-    validate_item,
-)
+from librarian import sourcedir
+from librarian.content import load_source, validate_item
 from librarian.errors import UsageError, ValidationError
 from librarian.model import ItemFile, Policy, RecipeManifest, SkillManifest
+from librarian.sourcedir import DEFAULT_IGNORES, read_source_dir
 
 POLICY = Policy()
 SKILL = b"---\nname: my-skill\ndescription: Does a thing.\n---\n# My skill\n"
@@ -143,13 +139,13 @@ def test_oversized_file_is_refused_without_reading(
     big = skill_dir / "big.bin"
     with big.open("wb") as handle:
         handle.truncate(POLICY.max_file_bytes + 1)  # sparse: costs no disk
-    real_read = content._read_file
+    real_read = sourcedir._read_file
 
     def guarded(path: str, *args: object, **kwargs: object) -> bytes | None:
         assert not path.endswith("big.bin"), "a file over the limit was read"
         return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(content, "_read_file", guarded)
+    monkeypatch.setattr(sourcedir, "_read_file", guarded)
     assert refusals(skill_dir) == (
         f"big.bin: is {POLICY.max_file_bytes + 1} bytes (the limit per file is 8388608)",
     )
@@ -401,7 +397,7 @@ def test_default_ignores_match_exactly_what_pathspec_matches(
     pathspec's gitignore reading of DEFAULT_IGNORES on every path, file or directory."""
     import pathspec
 
-    from librarian.content import DefaultIgnores
+    from librarian.sourcedir import DefaultIgnores
 
     path = "/".join(parts) + ("/" if as_dir else "")
     reference = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_IGNORES))

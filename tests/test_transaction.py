@@ -33,6 +33,7 @@ from librarian.errors import ConflictError
 from librarian.library import Library
 from librarian.lock import library_lock
 from librarian.model import ItemFile
+from librarian.recovery import recover_library
 from librarian.retention import retain
 from librarian.txn import DirChange, FileChange, commit_changes, mutation
 
@@ -369,7 +370,7 @@ def test_recover_sweeps_a_stage_left_without_a_journal(library: Path) -> None:
     leftover = lib.stage_dir / "deadbeef" / "0"
     leftover.mkdir(parents=True)
     (leftover / "SKILL.md").write_bytes(b"half\n")
-    assert "staging area" in (txn.recover_library(lib) or "")
+    assert "staging area" in (recover_library(lib) or "")
     _no_transaction_left(library)
 
 

@@ -102,6 +102,18 @@ def _view(full: PromptView, budget: int, limit: int | None, keep: int) -> Prompt
     )
 
 
+def _largest(low: int, high: int, ok: Callable[[int], bool]) -> int:
+    """The largest value in [low, high] for which ``ok`` holds (``ok`` is monotone and
+    holds at ``low``): a binary search, since every probe renders the whole prompt."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        if ok(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _fit(full: PromptView, render: Callable[[PromptView], str], budget: int) -> PromptView:
     total = sum(1 for s in full.skills if not s.resident) + len(full.recipes)
 
@@ -110,27 +122,18 @@ def _fit(full: PromptView, render: Callable[[PromptView], str], budget: int) -> 
 
     longest = max((len(s.description) for s in full.skills), default=0)
     if longest > MIN_DESCRIPTION and fits(_view(full, budget, MIN_DESCRIPTION, total)):
-        low, high = MIN_DESCRIPTION, longest - 1  # the largest limit that fits
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(_view(full, budget, middle, total)):
-                low = middle
-            else:
-                high = middle - 1
-        return _view(full, budget, low, total)
-    limit = MIN_DESCRIPTION if longest > MIN_DESCRIPTION else None
-    low, high = 0, total - 1  # the most entries that fit
-    if not fits(_view(full, budget, limit, 0)):
-        view = _view(full, budget, limit, 0)
+        # Shorten descriptions first: the longest limit at which every entry still fits.
+        limit = _largest(MIN_DESCRIPTION, longest - 1,
+                         lambda n: fits(_view(full, budget, n, total)))
+        return _view(full, budget, limit, total)
+    description_limit = MIN_DESCRIPTION if longest > MIN_DESCRIPTION else None
+    if not fits(_view(full, budget, description_limit, 0)):
+        view = _view(full, budget, description_limit, 0)
         assert view.cut is not None
         return replace(view, cut=replace(view.cut, over_budget=True))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(_view(full, budget, limit, middle)):
-            low = middle
-        else:
-            high = middle - 1
-    return _view(full, budget, limit, low)
+    # Then drop entries: the most that fit with the shortest descriptions.
+    kept = _largest(0, total - 1, lambda n: fits(_view(full, budget, description_limit, n)))
+    return _view(full, budget, description_limit, kept)
 
 
 def cut_note(cut: Cut) -> str:

@@ -16,12 +16,12 @@ from .demo import DemoStep
 from .errors import ConflictError
 from .library import Library
 from .model import ItemFile
-from .render import receipt_text, update_plan_lines, update_report_text
+from .render import receipt_text, update_report_text
 from .resources import examples_dir
 from .retention import retain
 from .sources import add_source
 from .txn import DirChange, commit_changes, mutation
-from .update import UpdateConflict, outdated, update
+from .update import outdated, update
 
 SOURCE = "team"
 
@@ -61,15 +61,16 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps.append(DemoStep("Meanwhile the team changes the same skill upstream",
                           f"(in {shared_root}) librarian revise commit-message …",
                           "skills/commit-message revised upstream"))
+    plan = update_report_text(update(library, dry_run=True))
+    steps.append(DemoStep("See the plan first: the local edit and the upstream change conflict",
+                          "librarian update --dry-run", plan))
     try:
         update(library)
         conflict = "(no conflict?)"
-    except UpdateConflict as exc:
-        conflict = "\n".join([*update_plan_lines(exc.plans), f"librarian: error: {exc.message}",
+    except ConflictError as exc:  # what `librarian update` prints, exit 3
+        conflict = "\n".join([f"librarian: error: {exc.message}",
                               f"librarian: hint: {exc.hint}", "(exit 3: nothing was changed)"])
-    except ConflictError as exc:  # pragma: no cover - any other refusal is shown as is
-        conflict = f"librarian: error: {exc.message}"
-    steps.append(DemoStep("Update again: the local edit and the upstream change conflict",
+    steps.append(DemoStep("Update refuses to clobber the edit: exit 3, nothing changed",
                           "librarian update", conflict))
     steps.append(DemoStep(
         "Resolve: take upstream's version; your edit is saved first under refs/librarian/"

@@ -211,6 +211,8 @@ def register_commands(args: list[str]) -> None:
             skip = False
         elif arg == "--library":
             skip = True  # its value is not the command
+        elif arg in ("--help", "-h"):
+            break  # the top-level help lists every command
         elif not arg.startswith("-"):
             command = arg
             break

@@ -8,6 +8,7 @@ items is checked without reading a single file's content.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -79,6 +80,14 @@ def _work_dirs(library: Library, directory: str) -> set[str]:
         return set()
 
 
+def _is_real_dir(library: Library, path: str) -> bool:
+    """A directory, not a symlink to one (a linked item is never clean)."""
+    try:
+        return stat.S_ISDIR(library.path_of(path).lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _exists(library: Library, path: str) -> bool:
     target = library.path_of(path)
     return target.exists() or target.is_symlink()
@@ -114,7 +123,7 @@ def _item_statuses(
     for item in items:
         committed_paths.add(item.path)
         is_dir = item.path in present or (
-            item.state == "managed" and library.path_of(item.path).is_dir())
+            item.state == "managed" and _is_real_dir(library, item.path))
         try:
             work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
         except SpecialFileError:

@@ -198,7 +198,10 @@ def commit_changes(
         crash_point("after-journal")
         store.move_branch(base, new, message=subject.encode())
     except BaseException:
-        discard(library, tx)
+        # An interrupt can land after the ref file was replaced but before move_branch
+        # returned: then the change is made and the journal must stay for recovery.
+        if store.ref(store.branch()) != new:
+            discard(library, tx)
         raise
     crash_point("after-cas")
     done: list[tuple[str, int]] = []
@@ -341,8 +344,8 @@ def _update_index(
     except IndexLockedError:
         raise ConflictError(
             "the git index is locked (.git/index.lock exists)",
-            hint="another git command is running; if none is, remove .git/index.lock and "
-            "run `librarian recover`",
+            hint="another git command is running; nothing was changed: run the command "
+            "again when it is done (or remove a stale .git/index.lock)",
         ) from None
     except IndexFormatError as exc:
         raise UsageError(f"cannot update the git index: {exc}") from None

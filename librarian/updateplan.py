@@ -169,8 +169,10 @@ def _work_hash(
     target = library.path_of(library_path)
     try:
         mode = target.lstat().st_mode  # one stat: this runs for every managed item
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # the item, or a directory above it, is gone
+    except OSError:
+        return "special"  # e.g. a symlink loop above it
     if not stat.S_ISDIR(mode):
         return "special"
     try:

@@ -235,3 +235,10 @@ def test_exit_4_and_5_in_process_and_in_a_real_process(
         assert_one_error_line(real.stderr)
     ran = run_process(*refused_run, "--yes")
     assert ran.returncode == 0 and ran.stdout.split()[0] == "3", ran.stderr
+
+
+def test_help_before_a_command_lists_every_command() -> None:
+    result = run_process("--help", "review")
+    assert result.returncode == 0
+    for command in ("review", "expose", "update", "status"):
+        assert f"  {command} " in result.stdout, command

@@ -288,3 +288,41 @@ def test_cached_file_lists_still_see_entries_added_removed_or_replaced(
     (item / "SKILL.md").unlink()
     (item / "SKILL.md").write_bytes(original)
     assert alpha() == "clean"
+
+
+def test_a_new_file_is_seen_even_when_the_directory_mtime_is_put_back(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tar, rsync -a or touch -d can restore a directory's mtime after an entry was added;
+    its ctime still moves, and the cached file list must not be trusted."""
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    lib = Library(stocked)
+    item = stocked / "skills" / "alpha"
+    assert library_status(lib).clean
+    assert library_status(lib).clean  # answered from the cached file list
+    before = item.stat()
+    (item / "extra.txt").write_bytes(b"new\n")
+    os.utime(item, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert item.stat().st_mtime_ns == before.st_mtime_ns
+    assert {i.path: i.status for i in library_status(lib).items}["skills/alpha"] == "modified"
+
+
+def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
+    library: Path, tmp_path: Path
+) -> None:
+    from librarian.model import ItemFile
+    from librarian.txn import DirChange, commit_changes, mutation
+
+    lib = Library(library)
+    files = (ItemFile("SKILL.md", False, b"---\nname: beta\ndescription: B.\n---\nbody\n"),)
+    with mutation(lib) as store:
+        commit_changes(lib, store, base=store.head(), subject="install beta",
+                       trailers=[("Librarian-Event", "update")],
+                       changes=[DirChange("sources/team/skills/beta", files)])
+    item = library / "sources" / "team" / "skills" / "beta"
+    copy = tmp_path / "copy"
+    shutil.copytree(item, copy)
+    shutil.rmtree(item)
+    item.symlink_to(copy)
+    report = library_status(lib)
+    assert {i.path: i.status for i in report.items}["sources/team/skills/beta"] != "clean"

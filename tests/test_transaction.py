@@ -381,3 +381,30 @@ def test_write_files_creates_every_nested_directory(tmp_path: Path) -> None:
              ItemFile("z.md", False, b"z\n"))
     write_files(tmp_path / "item", files)
     assert read_work_files(tmp_path / "item") == files
+
+
+def test_an_interrupt_after_the_branch_moved_keeps_the_journal_for_recovery(
+    library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C between the ref being replaced and move_branch returning: the change is
+    made, so the journal must survive and recovery must finish it."""
+    from librarian.gitstore import GitStore
+    from librarian.recovery import recover_library
+
+    original = GitStore.move_branch
+
+    def move_then_interrupt(self: GitStore, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(GitStore, "move_branch", move_then_interrupt)
+    lib = Library(library)
+    old_head = head(library)
+    with pytest.raises(KeyboardInterrupt):
+        retain(lib, make_skill(sources, "late"))
+    assert head(library) != old_head and lib.journal_path.exists()
+    monkeypatch.undo()
+    assert "finished" in (recover_library(lib) or "")
+    assert (library / "skills" / "late" / "SKILL.md").is_file()
+    _no_transaction_left(library)
+    assert_git_consistent(library)

@@ -4,6 +4,7 @@ upstreams and same-named skills in two sources."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -472,3 +473,15 @@ def test_progress_goes_to_stderr_when_stderr_is_a_terminal(
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     quiet = lib(capsys, library, "outdated")
     assert quiet.code == 0 and "fetching" not in quiet.err + quiet.out
+
+
+def test_a_file_in_place_of_a_collection_directory_is_planned_not_a_crash(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    skills = library / "sources" / "team" / "skills"
+    shutil.rmtree(skills)
+    skills.write_bytes(b"not a directory\n")
+    result = lib(capsys, library, "outdated", "--json")
+    assert result.code == 0, result.err

@@ -64,7 +64,8 @@ def inspect(
     from .render import inventory_text
 
     inventory = inspect_library(current_library(), section, verbose=verbose)
-    emit(inventory, as_json, inventory_text(inventory, verbose))
+    emit({"kind": "inventory", **jsonable(inventory)} if as_json else None, as_json,
+         inventory_text(inventory, verbose))
 
 
 @app.command()

@@ -205,6 +205,7 @@ def test_log_skips_plain_git_commits(stocked: Path, capsys: pytest.CaptureFixtur
 
 def test_inspect_lists_every_section(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
     document = json.loads(cli(capsys, stocked, "inspect", "--json").out)
+    assert document["kind"] == "inventory"
     items = {i["path"]: i for i in document["items"]}
     assert set(items) == {"skills/alpha", "recipes/counter", "drafts/beta"}
     assert (items["skills/alpha"]["kind"], items["skills/alpha"]["state"]) == ("skill", "retained")

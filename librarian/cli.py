@@ -259,8 +259,13 @@ def main(argv: list[str] | None = None) -> int:
         _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json, exc.details)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `librarian` or `librarian source`
+        if not as_json:
+            sys.stdout.write(exc.format_message() + "\n")
+        _fail("a command is required", 2, "see the commands above, or `librarian --help`",
+              as_json)
     except click.ClickException as exc:  # usage errors found while parsing
-        _fail(exc.format_message(), 2, "see `librarian --help`", as_json)
+        _fail(" ".join(exc.format_message().split()), 2, "see `librarian --help`", as_json)
     except click.exceptions.Abort:
         _fail("aborted", 1, None, as_json)
     except KeyboardInterrupt:

@@ -242,3 +242,12 @@ def test_help_before_a_command_lists_every_command() -> None:
     assert result.returncode == 0
     for command in ("review", "expose", "update", "status"):
         assert f"  {command} " in result.stdout, command
+
+
+def test_no_command_prints_the_help_and_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_main(capsys)
+    assert result.code == 2
+    assert "Usage: librarian" in result.out and "retain" in result.out
+    assert_one_error_line(result.err)
+    group = run_main(capsys, "source")
+    assert group.code == 2 and "add" in group.out

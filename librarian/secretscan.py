@@ -1,15 +1,14 @@
 """Refuse files that look like secrets (spec §2) before they enter a git history forever.
 
-One precompiled bytes regex over the first MiB keeps the scan cheap. Patterns ask for the
-shape of real credentials (key material after a PEM header, full-length tokens) and skip
-obvious placeholders, so documentation that merely talks about keys and tokens passes.
+One precompiled bytes regex over the whole file (files are at most ``max_file_bytes``,
+8 MiB by default: ~17 ms a MiB). Patterns ask for the shape of real credentials (key
+material after a PEM header, full-length tokens) and skip obvious placeholders, so
+documentation that merely talks about keys and tokens passes.
 """
 
 from __future__ import annotations
 
 import re
-
-SCAN_BYTES = 1024 * 1024
 
 # Example files are meant to be shared; everything else named .env / .env.* is not.
 _ENV_EXAMPLES = frozenset({".env.example", ".env.sample", ".env.template"})
@@ -21,7 +20,7 @@ _KEY_FILE_SUFFIXES = (".pem", ".key")
 _NL = rb"(?:[ \t]*(?:\r?\n|\\r\\n|\\n))"  # a real or an escaped ("\n" in JSON) line break
 _SECRET_RE = re.compile(
     # Cheap first-character gate: without it the alternation is ~4x slower on plain text.
-    rb"(?=[-Agx])(?:"
+    rb"(?=[-Agxsnhr])(?:"
     # PEM / OpenSSH / PGP private key: the header, optional armour headers, then key data.
     rb"(?P<pem>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----" + _NL + rb"+"
     rb"(?:[A-Za-z][A-Za-z0-9-]{0,40}:[^\r\n\\]{0,200}" + _NL + rb"+)*"
@@ -31,6 +30,12 @@ _SECRET_RE = re.compile(
     rb"|(?P<github>gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"
     rb"|(?P<slack>xox[abprs]-[0-9]{1,20}-[A-Za-z0-9-]{10,})"
     rb"|(?P<google>AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"
+    rb"|(?P<anthropic>sk-ant-[a-z0-9]{2,10}-[A-Za-z0-9_-]{40,})"
+    rb"|(?P<openai>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,})"
+    rb"|(?P<gitlab>glpat-[A-Za-z0-9_-]{20,})"
+    rb"|(?P<npm>npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])"
+    rb"|(?P<stripe>[sr]k_live_[A-Za-z0-9]{20,})"
+    rb"|(?P<huggingface>hf_[A-Za-z0-9]{34,})"
     rb"))"
 )
 _PEM_HEADER_RE = re.compile(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -41,6 +46,12 @@ _REASONS = {
     "github": "GitHub token",
     "slack": "Slack token",
     "google": "Google API key",
+    "anthropic": "Anthropic API key",
+    "openai": "OpenAI API key",
+    "gitlab": "GitLab token",
+    "npm": "npm token",
+    "stripe": "Stripe secret key",
+    "huggingface": "Hugging Face token",
 }
 # Fewer distinct characters than this in a token means a placeholder like ghp_xxxx…xxxx.
 _MIN_DISTINCT = 8
@@ -54,13 +65,12 @@ def secret_problem(path: str, data: bytes) -> str | None:
         return ".env file"
     if name in _SSH_KEY_NAMES:
         return "SSH private key file name"
-    head = data[:SCAN_BYTES]
-    for match in _SECRET_RE.finditer(head):
+    for match in _SECRET_RE.finditer(data):
         kind = match.lastgroup
         if kind is None or _is_placeholder(kind, match.group(kind)):
             continue
         return _REASONS[kind]
-    if lowered.endswith(_KEY_FILE_SUFFIXES) and _PEM_HEADER_RE.search(head):
+    if lowered.endswith(_KEY_FILE_SUFFIXES) and _PEM_HEADER_RE.search(data):
         return "private key file"
     return None
 
@@ -70,5 +80,5 @@ def _is_placeholder(kind: str, token: bytes) -> bool:
         return False
     if kind == "aws" and token.endswith(b"EXAMPLE"):  # AWS's own documentation keys
         return True
-    body = token.split(b"_", 1)[-1] if kind == "github" else token[4:]
+    body = token[4:] if kind in ("aws", "google") else token[8:]  # past the fixed prefix
     return len(set(body)) < _MIN_DISTINCT

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.secretscan import SCAN_BYTES, secret_problem
+from librarian.secretscan import secret_problem
+
+MIB = 1024 * 1024
 
 # Fixtures are assembled at run time so this file itself never looks like it holds secrets.
 BEGIN, END = "-----BEGIN ", "-----END "
@@ -130,14 +132,32 @@ def test_ordinary_docs_pass() -> None:
     assert secret_problem("SKILL.md", doc) is None
 
 
-def test_only_the_first_mib_is_scanned() -> None:
+def test_the_whole_file_is_scanned() -> None:
+    """Files may be up to 8 MiB: a secret after the first MiB is still found."""
     secret = ("\n" + github("ghp_") + "\n").encode()
-    assert secret_problem("big.txt", b"a" * (SCAN_BYTES - 100) + secret) == "GitHub token"
-    assert secret_problem("big.txt", b"a" * SCAN_BYTES + secret) is None
+    assert secret_problem("big.txt", b"a" * (MIB - 100) + secret) == "GitHub token"
+    assert secret_problem("big.txt", b"a" * (7 * MIB) + secret) == "GitHub token"
+    key = b"x" * (2 * MIB) + pem("RSA PRIVATE KEY")
+    assert secret_problem("notes.txt", key) == "private key block"
+
+
+@pytest.mark.parametrize(("token", "reason"), [
+    ("sk-ant-api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7cDE0fGH3iJK6lMN9oPQ",
+     "Anthropic API key"),
+    ("sk-proj-" + "Zx81Yw72Xv63Wu54Vt45Us36Tr27Sq18Rp09QoPn1Om2Nl3Mk4Lj5", "OpenAI API key"),
+    ("glpat-" + "a1B2c3D4e5F6g7H8i9J0k", "GitLab token"),
+    ("npm_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "npm token"),
+    ("sk_live_" + "51HqLyjWDarjtT1zdp7dcXyz12", "Stripe secret key"),
+    ("hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "Hugging Face token"),
+])
+def test_common_api_tokens_are_refused(token: str, reason: str) -> None:
+    assert secret_problem("notes.txt", f"key = {token}\n".encode()) == reason
+    placeholder = token[:8] + "x" * (len(token) - 8)
+    assert secret_problem("notes.txt", f"key = {placeholder}\n".encode()) is None
 
 
 def test_binary_data_and_speed() -> None:
-    data = os.urandom(SCAN_BYTES)
+    data = os.urandom(MIB)
     started = time.perf_counter()
     secret_problem("blob.bin", data)
     secret_problem("text.md", b"The quick brown fox -- gh AKIA xo Ai\n" * 30000)

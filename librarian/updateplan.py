@@ -197,7 +197,10 @@ def _plan_item(
     work_digest = work.digest if isinstance(work, ItemHash) else None
     missing = work is None
     committed = installed
-    local_edit = installed is not None and not missing and work_tree != committed
+    # A local edit is content that differs from what was installed: from the committed
+    # tree (an uncommitted edit) or from the locked digest (an edit committed with git).
+    local_edit = installed is not None and not missing and (
+        work_tree != committed or (pin is not None and work_digest != pin))
     up_digest = upstream.digest if upstream else None
 
     def planned(action: Action, reason: str, edit: bool = local_edit) -> PlannedItem:
@@ -217,7 +220,8 @@ def _plan_item(
         if not local_edit:
             return planned("remove", gone)
         return planned("conflict", f"local edit, {gone}")
-    if upstream.tree == committed:
+    unchanged_upstream = up_digest == pin if pin is not None else upstream.tree == committed
+    if unchanged_upstream:
         if local_edit:
             return planned("keep", "local edit kept (upstream unchanged)")
         if missing:

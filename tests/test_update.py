@@ -485,3 +485,23 @@ def test_a_file_in_place_of_a_collection_directory_is_planned_not_a_crash(
     skills.write_bytes(b"not a directory\n")
     result = lib(capsys, library, "outdated", "--json")
     assert result.code == 0, result.err
+
+
+@requires_git
+def test_an_edit_committed_with_plain_git_is_a_local_edit_too(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    """The lock pins what was installed: an edit committed with git differs from it, so an
+    upstream change to the same item is a conflict, never a silent overwrite."""
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0
+    edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    edited.write_bytes(edited.read_bytes() + b"Committed by hand.\n")
+    git(library, "commit", "-qam", "a hand edit")
+    upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
+    result = lib(capsys, library, "update")
+    assert result.code == 3 and "team:pdf" in result.err
+    assert b"Committed by hand." in edited.read_bytes()
+    forced = lib(capsys, library, "update", "--force", "--json")
+    assert forced.code == 0, forced.err
+    assert forced.json["backups"], forced.json

@@ -25,6 +25,7 @@ from .backups import Backup, back_up
 from .config import (
     LIBRARY_FILE,
     LOCK_FILE,
+    LibraryConfig,
     LockedSource,
     SourceConfig,
     dump_lock,
@@ -119,36 +120,72 @@ def update(
                                 warnings=notes)
         chosen = _choose(config.sources, names)
         _refuse_unverifiable(chosen)
-        fetched = {}
-        for name, source in chosen.items():
-            if progress is not None:
-                progress(f"fetching {name} from {strip_credentials(source.url)}\n")
-            fetched[name] = fetch_ref(store, source.url, source.ref, into=source_ref(name),
-                                      have=store.ref(source_ref(name)), progress=progress)
-        crash_point("update-after-fetch")
-        locked = committed_lock(store, base_tree)
-        plans = tuple(
-            plan_source(library, store, base_tree, name, source, locked.get(name),
-                        fetched[name].commit, config.policy)
-            for name, source in chosen.items()
-        )
-        warnings = notes + tuple(skip_warnings(plans))
-        conflicts = [c for p in plans for c in p.conflicts]
-        unchanged = all(
-            not p.changes and not p.conflicts and lock_entry(p) == locked.get(p.source)
-            for p in plans
-        )
-        if dry_run or unchanged:
-            return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
-                                warnings=warnings)
-        if conflicts and not force:
-            raise UpdateConflict(plans)
-        check_unmodified(library, store, base_tree, FileChange(LOCK_FILE, None))
-        backups = _back_up_conflicts(library, store, base, plans) if conflicts else ()
-        crash_point("update-after-backup")
-        resolved = tuple(_resolve_conflicts(p) for p in plans)
-        commit = _commit(library, store, base, base_tree, resolved, locked, backups)
-        stale = _stale_tools(store, base_tree, resolved)
+        previous = {name: store.ref(source_ref(name)) for name in chosen}
+        try:
+            return _fetch_plan_apply(library, store, base, base_tree, chosen, config, notes,
+                                     dry_run=dry_run, force=force, progress=progress)
+        except BaseException:
+            # A refused or failed update changes nothing, the fetch refs included (a
+            # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
+            _restore_refs(store, previous)
+            raise
+
+
+def _restore_refs(store: GitStore, previous: Mapping[str, ObjectId | None]) -> None:
+    for name, old in previous.items():
+        ref = source_ref(name)
+        current = store.ref(ref)
+        if current == old or current is None:
+            continue
+        if old is None:
+            store.delete_ref(ref)
+        else:
+            store.set_ref(ref, current, old, b"librarian: update refused, fetch undone")
+
+
+def _fetch_plan_apply(
+    library: Library,
+    store: GitStore,
+    base: ObjectId | None,
+    base_tree: ObjectId | None,
+    chosen: Mapping[str, SourceConfig],
+    config: LibraryConfig,
+    notes: tuple[str, ...],
+    *,
+    dry_run: bool,
+    force: bool,
+    progress: Progress | None,
+) -> UpdateReport:
+    fetched = {}
+    for name, source in chosen.items():
+        if progress is not None:
+            progress(f"fetching {name} from {strip_credentials(source.url)}\n")
+        fetched[name] = fetch_ref(store, source.url, source.ref, into=source_ref(name),
+                                  have=store.ref(source_ref(name)), progress=progress)
+    crash_point("update-after-fetch")
+    locked = committed_lock(store, base_tree)
+    plans = tuple(
+        plan_source(library, store, base_tree, name, source, locked.get(name),
+                    fetched[name].commit, config.policy)
+        for name, source in chosen.items()
+    )
+    warnings = notes + tuple(skip_warnings(plans))
+    conflicts = [c for p in plans for c in p.conflicts]
+    unchanged = all(
+        not p.changes and not p.conflicts and lock_entry(p) == locked.get(p.source)
+        for p in plans
+    )
+    if dry_run or unchanged:
+        return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
+                            warnings=warnings)
+    if conflicts and not force:
+        raise UpdateConflict(plans)
+    check_unmodified(library, store, base_tree, FileChange(LOCK_FILE, None))
+    backups = _back_up_conflicts(library, store, base, plans) if conflicts else ()
+    crash_point("update-after-backup")
+    resolved = tuple(_resolve_conflicts(p) for p in plans)
+    commit = _commit(library, store, base, base_tree, resolved, locked, backups)
+    stale = _stale_tools(store, base_tree, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
                         stale_tools=stale, warnings=warnings)
 

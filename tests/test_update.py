@@ -172,8 +172,11 @@ def test_conflict_is_refused_and_nothing_changes(
     old_head, snapshot = head(library), tree_snapshot(library)
     lock_bytes = (library / "librarian.lock").read_bytes()
     index = (library / ".git" / "index").read_bytes()
+    fetch_ref = git_text(library, "rev-parse", "refs/librarian/sources/team").strip()
     result = lib(capsys, library, "update", "--json")
     assert result.code == 3
+    # refused: even the fetch ref is put back
+    assert git_text(library, "rev-parse", "refs/librarian/sources/team").strip() == fetch_ref
     document = result.json  # one document, from cli.main's single error mapper
     assert document["kind"] == "error" and document["exit_code"] == 3
     assert "team:pdf at sources/team/skills/pdf (local edit, changed upstream)" in \

@@ -146,8 +146,9 @@ def prompt(
 ) -> None:
     """The agent registry: skills, resident bodies, recipes, exposed tools."""
     from .prompt import load_registry
-    from .promptrender import render_prompt
+    from .promptrender import check_format, render_prompt
 
+    check_format(fmt)  # refused with --json too, which overrides the format
     rendered = render_prompt(load_registry(current_library()), "json" if as_json else fmt,
                              budget)
     sys.stdout.write(rendered.text + "\n")

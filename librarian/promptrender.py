@@ -53,10 +53,15 @@ class RenderedPrompt:
     problems: tuple[str, ...]
 
 
-def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None
-                  ) -> RenderedPrompt:
+def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint="one of: " + ", ".join(FORMATS))
+    return fmt
+
+
+def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None
+                  ) -> RenderedPrompt:
+    check_format(fmt)
     if budget is not None and budget < 1:
         raise UsageError("--budget must be a positive number of characters")
     fmt_: Format = fmt

@@ -258,3 +258,11 @@ def test_invalid_committed_skill_is_reported_not_listed(library: Path, capsys: C
     assert result.code == 0
     assert "broken" not in result.out
     assert "librarian: warning: skills/broken" in result.err
+
+
+def test_an_unknown_prompt_format_is_refused_with_json_too(
+    stocked: Path, capsys: Capsys
+) -> None:
+    for extra in ((), ("--json",)):
+        result = cli(capsys, stocked, "prompt", "--format", "yaml", *extra)
+        assert result.code == 2, extra

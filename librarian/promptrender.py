@@ -15,7 +15,7 @@ import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .errors import UsageError
 from .prompt import RecipeEntry, Registry, SkillEntry
@@ -53,18 +53,17 @@ class RenderedPrompt:
     problems: tuple[str, ...]
 
 
-def check_format(fmt: str) -> str:
+def check_format(fmt: str) -> Format:
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint="one of: " + ", ".join(FORMATS))
-    return fmt
+    return cast(Format, fmt)
 
 
 def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None
                   ) -> RenderedPrompt:
-    check_format(fmt)
+    fmt_ = check_format(fmt)
     if budget is not None and budget < 1:
         raise UsageError("--budget must be a positive number of characters")
-    fmt_: Format = fmt
     render = RENDERERS[fmt_]
     full = PromptView(registry.skills, registry.recipes, registry)
     text = render(full)

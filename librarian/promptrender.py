@@ -15,7 +15,7 @@ import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from .errors import UsageError
 from .prompt import RecipeEntry, Registry, SkillEntry
@@ -56,7 +56,7 @@ class RenderedPrompt:
 def check_format(fmt: str) -> Format:
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint="one of: " + ", ".join(FORMATS))
-    return cast(Format, fmt)
+    return fmt
 
 
 def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None

@@ -17,9 +17,8 @@
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .backups import Backup, back_up
 from .config import (
@@ -255,9 +254,8 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
         if item.action == "conflict":
             action: Action = "remove" if item.upstream is None else (
                 "update" if item.locked is not None else "add")
-            item = PlannedItem(item.name, item.path, item.library_path, action, item.locked,
-                               item.upstream, item.work, True,
-                               item.reason + "; overwritten after a backup (--force)")
+            item = replace(item, action=action, local_edit=True,
+                           reason=item.reason + "; overwritten after a backup (--force)")
         items.append(item)
     return SourcePlan(plan.source, plan.url, plan.ref, plan.old_commit, plan.new_commit,
                       tuple(items), plan.skipped, plan.filtered_out)
@@ -306,15 +304,14 @@ def _commit(
 
 
 def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:
-    """upstream path -> tree id of every item the new collection holds."""
-    upstream_root = store.commit(plan.new_commit.encode()).tree
+    """upstream path -> tree id of every item the new collection holds: the admitted tree
+    (upstream's own, unless something retain would ignore was left out)."""
     out = {}
     for item in plan.items:
         if item.action == "remove" or item.upstream is None:
             continue
-        entry = store.lookup(upstream_root, item.path)
-        assert entry is not None and stat.S_ISDIR(entry.mode)
-        out[item.path] = entry.sha
+        assert item.upstream_tree is not None
+        out[item.path] = item.upstream_tree.encode()
     return out
 
 

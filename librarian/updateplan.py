@@ -48,6 +48,8 @@ class PlannedItem:
     work: str | None  # digest of the work tree (None: missing)
     local_edit: bool
     reason: str
+    #: the admitted upstream tree (hex): the upstream item without what retain would ignore
+    upstream_tree: str | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,8 @@ def _plan_item(
 
     def planned(action: Action, reason: str, edit: bool = local_edit) -> PlannedItem:
         return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, action,
-                           pin, up_digest, work_digest, edit, reason)
+                           pin, up_digest, work_digest, edit, reason,
+                           upstream.tree.decode() if upstream else None)
 
     if installed is None:
         assert upstream is not None

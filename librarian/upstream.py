@@ -21,7 +21,7 @@ from .digest import MODE_EXECUTABLE, MODE_FILE
 from .errors import UsageError, ValidationError
 from .gitstore import GitStore, ObjectId, TreeEntry
 from .model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
-from .sourcedir import IgnoreMatcher
+from .sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
 from .worktree import hash_files
 
 MAX_DEPTH = 32
@@ -174,12 +174,18 @@ def read_collection(
 def judge_item(
     store: GitStore, path: str, tree: ObjectId, policy: Policy
 ) -> UpstreamItem | Skipped:
-    """Validate one upstream item from its git tree; a Skipped lists every reason."""
+    """Validate one upstream item from its git tree; a Skipped lists every reason. What
+    retain would ignore (the default ignores and the item's ``.librarianignore``) is left
+    out, and the item then gets a tree of its own."""
     problems: list[str] = []
     files: list[ItemFile] = []
     total = 0
+    ignored = _ignores(store, tree, problems)
+    left_out = 0
     for rel, entry in _entries(store, tree, problems):
-        if entry.mode == 0o120000:
+        if ignored.match_file(rel):
+            left_out += 1
+        elif entry.mode == 0o120000:
             problems.append(f"{rel}: is a symbolic link (links are never admitted)")
         elif entry.mode == 0o160000:
             problems.append(f"{rel}: is a submodule (items hold regular files only)")
@@ -200,12 +206,26 @@ def judge_item(
         except ValidationError as exc:
             problems.extend(exc.problems or (exc.message,))
         else:
+            if left_out:
+                return UpstreamItem(path, store.files_tree(content.files), content.digest)
             if hash_files(content.files).tree_sha1 != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
                 return UpstreamItem(path, tree, content.digest)
     return Skipped(path, tuple(dict.fromkeys(problems)))
+
+
+def _ignores(store: GitStore, tree: ObjectId, problems: list[str]) -> IgnoreMatcher:
+    """The default ignores plus the item's own ``.librarianignore``, as retain reads them."""
+    entry = store.lookup(tree, IGNORE_FILE)
+    if entry is None or entry.mode not in (MODE_FILE, MODE_EXECUTABLE):
+        return ignore_spec()
+    try:
+        return ignore_spec(store.read_blob(entry.sha).decode("utf-8").splitlines())
+    except UnicodeDecodeError:
+        problems.append(f"{IGNORE_FILE}: is not valid UTF-8")
+        return ignore_spec()
 
 
 def _entries(store: GitStore, tree: ObjectId, problems: list[str],

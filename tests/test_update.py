@@ -508,3 +508,35 @@ def test_an_edit_committed_with_plain_git_is_a_local_edit_too(
     forced = lib(capsys, library, "update", "--force", "--json")
     assert forced.code == 0, forced.err
     assert forced.json["backups"], forced.json
+
+
+@requires_git
+def test_upstream_items_are_admitted_with_retains_ignore_rules(
+    library: Path, upstream: Upstream, capsys: Cap, tmp_path: Path
+) -> None:
+    """Default ignores and an item's .librarianignore apply to managed items as they do to
+    retain: the same directory gets the same digest either way."""
+    upstream.skill("skills/pdf")
+    upstream.put("skills/pdf/__pycache__/m.cpython-311.pyc", b"\x00bytecode")
+    upstream.put("skills/pdf/notes.pyc", b"\x00")
+    upstream.put("skills/pdf/tmp.log", b"scratch\n")
+    upstream.put("skills/pdf/.librarianignore", b"*.log\n")
+    upstream.commit("with build leftovers")
+    add(capsys, library, "team", upstream.url)
+    assert lib(capsys, library, "update").code == 0, capsys.readouterr()
+    installed = library / "sources" / "team" / "skills" / "pdf"
+    assert sorted(p.name for p in installed.iterdir()) == [".librarianignore", "SKILL.md"]
+    assert lib(capsys, library, "status", "--check").code == 0
+    assert_git_consistent(library)
+    # The same directory retained locally has the same digest as the managed item.
+    copy = tmp_path / "copy" / "pdf"
+    copy.mkdir(parents=True)
+    for name, (data, _) in upstream.files.items():
+        if name.startswith("skills/pdf/"):
+            target = copy / name[len("skills/pdf/"):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    retained = lib(capsys, library, "retain", str(copy), "--draft", "--json")
+    assert retained.code == 0, retained.err
+    locked = load_lock((library / "librarian.lock").read_bytes())["team"].items["skills/pdf"]
+    assert retained.json["digest"] == locked

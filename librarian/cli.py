@@ -137,10 +137,8 @@ def check(
     report = check_library(current_library(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
-    elif report.ok:
-        typer.echo(check_text(report))
     else:
-        typer.echo(check_text(report), err=True)
+        typer.echo(check_text(report))  # the report is output; the error is one line
     if not report.ok:
         if not as_json:
             typer.echo(f"librarian: error: {len(report.problems)} problem(s) found", err=True)
@@ -234,9 +232,9 @@ def _fail(
         document = {"kind": "error", "error": message, "exit_code": code, "hint": hint,
                     **(details or {})}
         sys.stdout.write(json_text(document) + "\n")
-    sys.stderr.write(f"librarian: error: {message}\n")
-    if hint:
-        sys.stderr.write(f"librarian: hint: {hint}\n")
+    from .render import error_line
+
+    sys.stderr.write(error_line(message, hint) + "\n")
     raise SystemExit(code)
 
 

@@ -16,7 +16,7 @@ from .demo import DemoStep
 from .errors import ConflictError
 from .library import Library
 from .model import ItemFile
-from .render import receipt_text, update_report_text
+from .render import error_line, receipt_text, update_report_text
 from .resources import examples_dir
 from .retention import retain
 from .sources import add_source
@@ -68,8 +68,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         update(library)
         conflict = "(no conflict?)"
     except ConflictError as exc:  # what `librarian update` prints, exit 3
-        conflict = "\n".join([f"librarian: error: {exc.message}",
-                              f"librarian: hint: {exc.hint}", "(exit 3: nothing was changed)"])
+        conflict = f"{error_line(exc.message, exc.hint)}\n(exit 3: nothing was changed)"
     steps.append(DemoStep("Update refuses to clobber the edit: exit 3, nothing changed",
                           "librarian update", conflict))
     steps.append(DemoStep(

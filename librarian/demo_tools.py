@@ -13,7 +13,7 @@ from .exposure import expose, withdraw
 from .gate import record_approval, review_approval
 from .ledger import usage_by_recipe
 from .library import Library
-from .render import approval_review_text, receipt_text, runs_text, usage_text
+from .render import approval_review_text, error_line, receipt_text, runs_text, usage_text
 from .resources import examples_dir
 from .retention import retain
 from .runner import start_run
@@ -51,7 +51,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         start_run(library, RECIPE, {"file": str(notes)})
         refusal = "(unexpectedly ran)"
     except GateRefusal as exc:
-        refusal = f"librarian: error: {exc.message}\nlibrarian: hint: {exc.hint}\n(exit 5)"
+        refusal = f"{error_line(exc.message, exc.hint)}\n(exit 5)"
     steps.append(DemoStep("The gate refuses a digest nobody approved (exit 5, nothing ran)",
                           command, refusal))
 

@@ -256,3 +256,9 @@ def review_text(report: ReviewReport) -> str:
             until = f" until {decision.until}" if decision.until else ""
             lines.append(f"         deferred{until}: {decision.reason or ''}")
     return "\n".join(lines)
+
+
+def error_line(message: str, hint: str | None = None) -> str:
+    """The one line an error is on stderr (spec §3), with its hint when there is one."""
+    text = " ".join(message.split())
+    return f"librarian: error: {text}" + (f" (hint: {' '.join(hint.split())})" if hint else "")

@@ -81,7 +81,8 @@ def test_json_errors_print_exactly_one_document(
         assert document["exit_code"] == code
         assert "\n" not in document["error"]
         line = assert_one_error_line(result.err)
-        assert line == f"librarian: error: {document['error']}"
+        hint = f" (hint: {document['hint']})" if document["hint"] else ""
+        assert line == f"librarian: error: {document['error']}{hint}"
 
 
 def test_dirty_status_check_exits_3(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:

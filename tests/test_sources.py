@@ -241,7 +241,7 @@ def test_remove_is_refused_while_a_tool_exposes_one_of_its_recipes(
         refused = lib(capsys, library, "source", "remove", "team", *extra)
         assert refused.code == 3, refused.err
         assert "review" in assert_one_error_line(refused.err)
-        assert "librarian: hint: withdraw it first: `librarian withdraw review`" in refused.err
+        assert "(hint: withdraw it first: `librarian withdraw review`" in refused.err
         assert head(library) == old and tree_snapshot(library) == snapshot
     assert lib(capsys, library, "withdraw", "review").code == 0
     removed = lib(capsys, library, "source", "remove", "team")

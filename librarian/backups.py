@@ -43,7 +43,7 @@ def back_up(
     paths: Sequence[str], reason: str,
 ) -> Backup | None:
     """Save the work-tree content at ``paths`` as one commit under a new backup ref."""
-    base_tree = store.commit(base).tree if base is not None else None
+    base_tree = store.tree_of(base)
     tree = base_tree
     saved: list[str] = []
     for path in sorted(paths):

@@ -83,7 +83,7 @@ def _publish_upstream_change(shared: Library) -> None:
     path = "skills/commit-message"
     with mutation(shared) as store:
         base = store.head()
-        tree = store.commit(base).tree if base else None
+        tree = store.tree_of(base)
         entry = store.lookup(tree, path)
         assert entry is not None
         files = list(store.read_files(entry.sha))

@@ -25,7 +25,7 @@ RECIPE = "word-count"
 def _retained(library: Library) -> bool:
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         return store.lookup(tree, f"recipes/{RECIPE}") is not None
 
 

@@ -102,7 +102,7 @@ def diff_library(library: Library, name: str | None = None) -> str:
     lines: list[str] = []
     with library.store() as store:
         head = store.head()
-        root = store.commit(head).tree if head else None
+        root = store.tree_of(head)
         if name is not None:
             item = find_item(store, root, name)
             lines += tree_diff(item.path, _committed_files(store, item.tree),

@@ -73,7 +73,7 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
            refresh: bool = False) -> Receipt:
     with mutation(library) as store:
         base = store.head()
-        tree = store.commit(base).tree if base else None
+        tree = store.tree_of(base)
         item, manifest, digest = _recipe_to_expose(library, store, tree, recipe)
         tool = check_name(as_tool or item.name.split(":", 1)[-1], "tool name")
         tools = committed_tools(store, tree)
@@ -156,7 +156,7 @@ def prove_callable(library: Library, path: str, tree: ObjectId,
 def withdraw(library: Library, tool: str) -> Receipt:
     with mutation(library) as store:
         base = store.head()
-        tree = store.commit(base).tree if base else None
+        tree = store.tree_of(base)
         tools = committed_tools(store, tree)
         existing = tools.pop(tool, None)
         if existing is None:

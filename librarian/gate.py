@@ -296,7 +296,7 @@ def record_approval(library: Library, review: ApprovalReview) -> Receipt:
     """Approve exactly the digest that was reviewed (exit 3 if the recipe moved since)."""
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         entry = store.lookup(tree, review.path)
     if entry is None or entry.sha.decode() != review.tree:
         raise ConflictError(f"{review.path} changed while it was being reviewed",

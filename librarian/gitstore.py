@@ -150,6 +150,10 @@ class GitStore:
             tz_offset=obj.commit_timezone,
         )
 
+    def tree_of(self, commit: ObjectId | None) -> ObjectId | None:
+        """The root tree of ``commit``; None for no commit (an unborn branch)."""
+        return self.commit(commit).tree if commit is not None else None
+
     def resolve(self, revision: str) -> ObjectId:
         """A commit id from a full or abbreviated hex id, a branch, tag or HEAD."""
         from dulwich.objectspec import AmbiguousShortId, parse_commit

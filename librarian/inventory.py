@@ -99,7 +99,7 @@ def inspect_library(
         raise UsageError(f"unknown section {section!r}", hint="one of: " + ", ".join(SECTIONS))
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         items = []
         for item in committed_items(store, tree):
             if section not in (None, _section_of(item)) and not (
@@ -171,7 +171,7 @@ def cat_item(library: Library, name: str) -> bytes:
     """The item's body as committed: SKILL.md or recipe.yaml."""
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         item = find_item(store, tree, name)
         entry = store.lookup(item.tree, MANIFEST_FILES[item.kind])
         if entry is None:

@@ -29,7 +29,7 @@ MANAGED_HINT = "change it upstream or retain a copy under a new name"
 def read_base(store: GitStore) -> tuple[ObjectId | None, ObjectId | None]:
     """(HEAD commit, its tree), either None in an empty repository."""
     base = store.head()
-    return base, (store.commit(base).tree if base else None)
+    return base, (store.tree_of(base))
 
 
 def require(store: GitStore, tree: ObjectId | None, name: str, state: str, action: str) -> Item:

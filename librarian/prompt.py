@@ -97,7 +97,7 @@ def load_registry(library: Library, *, use_cache: bool = True) -> Registry:
     """The registry of the committed library (from the cache when HEAD's tree is known)."""
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         key = f"{tree.decode() if tree else '-'} {library.root}"
         cache_path = library.cache_dir / REGISTRY_CACHE
         if use_cache:

@@ -47,7 +47,7 @@ def retain(
     digest = content.digest
     with mutation(library) as store:
         base = store.head()
-        tree = store.commit(base).tree if base else None
+        tree = store.tree_of(base)
         existing = taken_by(store, tree, content.name)
         if existing is not None:
             raise ConflictError(

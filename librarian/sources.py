@@ -85,7 +85,7 @@ def normalise_url(url: str) -> str:
 
 def _committed(store: GitStore) -> tuple[ObjectId | None, ObjectId | None, bytes]:
     base = store.head()
-    tree = store.commit(base).tree if base is not None else None
+    tree = store.tree_of(base)
     return base, tree, committed_library_yaml(store, tree)
 
 
@@ -150,7 +150,7 @@ def list_sources(library: Library) -> tuple[SourceInfo, ...]:
     """The committed subscriptions (what ``update`` follows) with their pins."""
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         config = committed_config(store, tree)
         locked = committed_lock(store, tree)
         fetched = store.refs_under(SOURCE_REF_PREFIX.encode())

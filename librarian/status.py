@@ -96,7 +96,7 @@ def _exists(library: Library, path: str) -> bool:
 def library_status(library: Library) -> StatusReport:
     with library.store() as store:
         head = store.head()
-        tree = store.commit(head).tree if head else None
+        tree = store.tree_of(head)
         items = list(committed_items(store, tree))
         work_cache = WorkTreeCache(library.cache_dir)
         digests = DigestCache(library.cache_dir)

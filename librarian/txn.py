@@ -148,7 +148,7 @@ def commit_changes(
     ``root_tree``: the new root tree, already staged by the caller (an update builds the
     collection tree from fetched objects at once); ``changes`` then name the work-tree paths
     to swap, and each must agree with it."""
-    base_tree = store.commit(base).tree if base is not None else None
+    base_tree = store.tree_of(base)
     if not overwrite_local:
         for change in changes:
             check_unmodified(library, store, base_tree, change)

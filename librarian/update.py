@@ -109,7 +109,7 @@ def update(
 ) -> UpdateReport:
     with mutation(library) as store:
         base = store.head()
-        base_tree = store.commit(base).tree if base is not None else None
+        base_tree = store.tree_of(base)
         # The committed library.yaml, never the work tree's: an uncommitted edit can
         # neither add a source nor redirect one (nor loosen the policy).
         config = committed_config(store, base_tree)

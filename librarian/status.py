@@ -69,15 +69,23 @@ class StatusReport:
         return tuple(i for i in self.items if i.status != "clean")
 
 
-def _work_dirs(library: Library, directory: str) -> set[str]:
-    """Library paths of the directories under ``directory`` (one scandir, no stat)."""
-    try:
-        with os.scandir(library.root / directory) as entries:
-            return {
-                f"{directory}/{e.name}" for e in entries if e.is_dir(follow_symlinks=False)
-            }
-    except (FileNotFoundError, NotADirectoryError):
-        return set()
+def _work_entries(library: Library) -> tuple[set[str], list[str]]:
+    """Library paths under skills/, recipes/ and drafts/: the directories (items) and
+    anything else (strays). One scandir each, no stat."""
+    dirs: set[str] = set()
+    strays: list[str] = []
+    for top in (*KIND_DIRS.values(), DRAFTS_DIR):
+        try:
+            with os.scandir(library.root / top) as entries:
+                for entry in entries:
+                    path = f"{top}/{entry.name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.add(path)
+                    else:
+                        strays.append(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return dirs, sorted(strays)
 
 
 def _is_real_dir(library: Library, path: str) -> bool:
@@ -100,10 +108,15 @@ def library_status(library: Library) -> StatusReport:
         items = list(committed_items(store, tree))
         work_cache = WorkTreeCache(library.cache_dir)
         digests = DigestCache(library.cache_dir)
+        present, strays = _work_entries(library)
+        # A file where only item directories belong, which no commit holds, is untracked
+        # (`check` says why it does not belong).
+        untracked = tuple(FileStatus(path, "untracked") for path in strays
+                          if store.lookup(tree, path) is None)
         report = StatusReport(
-            items=tuple(_item_statuses(library, store, items, work_cache, digests)),
+            items=tuple(_item_statuses(library, store, items, present, work_cache, digests)),
             tools=tuple(_tool_statuses(library, store, tree, digests)),
-            files=tuple(_file_statuses(library, store, tree)),
+            files=(*_file_statuses(library, store, tree), *untracked),
         )
         work_cache.save()
         digests.save()
@@ -114,11 +127,11 @@ def _item_statuses(
     library: Library,
     store: GitStore,
     items: Iterable[Item],
+    present: set[str],
     work_cache: WorkTreeCache,
     digests: DigestCache,
 ) -> Iterable[ItemStatus]:
     committed_paths = set()
-    present = {p for top in (*KIND_DIRS.values(), DRAFTS_DIR) for p in _work_dirs(library, top)}
     root = str(library.root)
     for item in items:
         committed_paths.add(item.path)

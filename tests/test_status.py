@@ -326,3 +326,11 @@ def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
     item.symlink_to(copy)
     report = library_status(lib)
     assert {i.path: i.status for i in report.items}["sources/team/skills/beta"] != "clean"
+
+
+def test_a_stray_file_among_the_items_is_untracked(stocked: Path) -> None:
+    lib = Library(stocked)
+    (stocked / "skills" / "junk.txt").write_bytes(b"not an item\n")
+    report = library_status(lib)
+    assert not report.clean
+    assert {f.path: f.status for f in report.files}["skills/junk.txt"] == "untracked"

@@ -18,34 +18,34 @@ _EXPORTS = {
     "ConflictError": "errors",
     "TrustError": "errors",
     "GateRefusal": "errors",
-    "Library": "library",
-    "find_library": "library",
-    "init_library": "create",
-    "retain": "retention",
-    "library_status": "status",
-    "inspect_library": "inventory",
-    "cat_item": "inventory",
-    "diff_library": "diffing",
-    "read_log": "history",
-    "check_library": "checking",
+    "Library": "store.library",
+    "find_library": "store.library",
+    "init_library": "ops.create",
+    "retain": "ops.retention",
+    "library_status": "ops.status",
+    "inspect_library": "ops.inventory",
+    "cat_item": "ops.inventory",
+    "diff_library": "ops.diffing",
+    "read_log": "ops.history",
+    "check_library": "ops.checking",
 }
 
 if TYPE_CHECKING:
-    from .checking import check_library as check_library
-    from .create import init_library as init_library
-    from .diffing import diff_library as diff_library
-    from .errors import ConflictError as ConflictError
-    from .errors import GateRefusal as GateRefusal
-    from .errors import LibrarianError as LibrarianError
-    from .errors import TrustError as TrustError
-    from .errors import UsageError as UsageError
-    from .history import read_log as read_log
-    from .inventory import cat_item as cat_item
-    from .inventory import inspect_library as inspect_library
-    from .library import Library as Library
-    from .library import find_library as find_library
-    from .retention import retain as retain
-    from .status import library_status as library_status
+    from librarian.errors import ConflictError as ConflictError
+    from librarian.errors import GateRefusal as GateRefusal
+    from librarian.errors import LibrarianError as LibrarianError
+    from librarian.errors import TrustError as TrustError
+    from librarian.errors import UsageError as UsageError
+    from librarian.ops.checking import check_library as check_library
+    from librarian.ops.create import init_library as init_library
+    from librarian.ops.diffing import diff_library as diff_library
+    from librarian.ops.history import read_log as read_log
+    from librarian.ops.inventory import cat_item as cat_item
+    from librarian.ops.inventory import inspect_library as inspect_library
+    from librarian.ops.retention import retain as retain
+    from librarian.ops.status import library_status as library_status
+    from librarian.store.library import Library as Library
+    from librarian.store.library import find_library as find_library
 
 
 def __getattr__(name: str) -> Any:

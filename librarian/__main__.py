@@ -1,3 +1,3 @@
-from .cli import entry
+from librarian.cli.main import entry
 
 entry()

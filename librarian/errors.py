@@ -1,7 +1,7 @@
 """One exception root, one subclass per exit code (spec §3).
 
 The command line maps these to exit codes and the one-line ``librarian: error: …`` format
-in exactly one place (``librarian.cli``); the library raises them and never prints.
+in exactly one place (``librarian.cli.main``); the library raises them and never prints.
 """
 
 from __future__ import annotations

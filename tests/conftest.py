@@ -59,7 +59,7 @@ def isolated_environment(
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
     """A freshly initialised library at ``tmp_path/lib`` (made through the API)."""
-    from librarian.create import init_library
+    from librarian.ops.create import init_library
 
     root = tmp_path / "lib"
     init_library(root, "test-lib")

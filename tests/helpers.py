@@ -249,8 +249,8 @@ class CliResult:
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """``librarian.cli.main(args)`` in process: (exit code, stdout, stderr)."""
-    from librarian.cli import main
+    """``librarian.cli.main.main(args)`` in process: (exit code, stdout, stderr)."""
+    from librarian.cli.main import main
 
     capsys.readouterr()
     try:

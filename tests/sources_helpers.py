@@ -104,7 +104,7 @@ def edit_source(library: Path, source: str, *, commit: bool = True, **fields: An
 
     from dulwich import porcelain
 
-    from librarian.config import SourceConfig, dump_library_config, load_library_config
+    from librarian.formats.config import SourceConfig, dump_library_config, load_library_config
 
     path = library / "library.yaml"
     config = load_library_config(path.read_bytes())

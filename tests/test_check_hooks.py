@@ -20,9 +20,9 @@ from helpers import (
     write,
 )
 
-from librarian.library import Library
-from librarian.resources import hooks_dir
-from librarian.retention import retain
+from librarian.core.resources import hooks_dir
+from librarian.ops.retention import retain
+from librarian.store.library import Library
 
 
 @pytest.fixture

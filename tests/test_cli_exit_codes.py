@@ -1,6 +1,6 @@
 """Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3).
 
-The mapping of errors to exit codes lives in ``librarian.cli.main``; it is checked in process
+The mapping of errors to exit codes lives in ``librarian.cli.main.main``; it is checked in process
 (``main([...])``), through typer's CliRunner, and through a real ``python -m librarian``.
 """
 
@@ -20,11 +20,11 @@ from helpers import (
 )
 from typer.testing import CliRunner
 
-from librarian import inventory
-from librarian.cli import app
+from librarian.cli.main import app
 from librarian.errors import UsageError
-from librarian.library import Library
-from librarian.retention import retain
+from librarian.ops import inventory
+from librarian.ops.retention import retain
+from librarian.store.library import Library
 
 
 @pytest.fixture
@@ -187,8 +187,8 @@ def test_real_process_status_check(stocked: Path) -> None:
 def test_the_lazy_registration_table_names_every_command_and_its_module() -> None:
     """cli.main imports only the command module a command line needs, from a table; the
     table must name exactly the registered commands, each with the module defining it."""
-    from librarian import cli
-    from librarian.cliapp import app
+    from librarian.cli import main as cli
+    from librarian.cli.app import app
 
     cli.register_commands(["--help"])  # imports every command module
     seen = {}
@@ -199,7 +199,7 @@ def test_the_lazy_registration_table_names_every_command_and_its_module() -> Non
     for group in app.registered_groups:
         assert group.name is not None
         seen[group.name] = "group"
-    expected = {**{name: "cli" for name in cli.FOUNDATION_COMMANDS}, **cli.COMMAND_MODULES}
+    expected = {**{name: "foundation" for name in cli.FOUNDATION_COMMANDS}, **cli.COMMAND_MODULES}
     assert set(seen) == set(expected)
     for name, module in seen.items():
         if module != "group":

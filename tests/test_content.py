@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian import sourcedir
-from librarian.content import load_source, validate_item
+from librarian.content import sourcedir
+from librarian.content.sourcedir import DEFAULT_IGNORES, read_source_dir
+from librarian.content.validate import load_source, validate_item
+from librarian.core.model import ItemFile, Policy, RecipeManifest, SkillManifest
 from librarian.errors import UsageError, ValidationError
-from librarian.model import ItemFile, Policy, RecipeManifest, SkillManifest
-from librarian.sourcedir import DEFAULT_IGNORES, read_source_dir
 
 POLICY = Policy()
 SKILL = b"---\nname: my-skill\ndescription: Does a thing.\n---\n# My skill\n"
@@ -397,7 +397,7 @@ def test_default_ignores_match_exactly_what_pathspec_matches(
     pathspec's gitignore reading of DEFAULT_IGNORES on every path, file or directory."""
     import pathspec
 
-    from librarian.sourcedir import DefaultIgnores
+    from librarian.content.sourcedir import DefaultIgnores
 
     path = "/".join(parts) + ("/" if as_dir else "")
     reference = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_IGNORES))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_git_consistent, git_text, requires_git, run_main
 
-from librarian.demo import run_demo
+from librarian.cli.demo.tour import run_demo
 
 
 def test_the_demo_tours_every_capability_through_the_library(tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from helpers import (
     write,
 )
 
-from librarian.library import Library
-from librarian.retention import retain
+from librarian.ops.retention import retain
+from librarian.store.library import Library
 
 LONG_BODY = "".join(f"line {n}\n" for n in range(30))
 

@@ -21,8 +21,8 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from librarian.content import load_source
-from librarian.digest import (
+from librarian.content.validate import load_source
+from librarian.core.digest import (
     MODE_EXECUTABLE,
     MODE_FILE,
     TreeLeaf,
@@ -31,9 +31,9 @@ from librarian.digest import (
     format_digest,
     tree_id,
 )
-from librarian.library import Library
-from librarian.model import Policy
-from librarian.status import library_status
+from librarian.core.model import Policy
+from librarian.ops.status import library_status
+from librarian.store.library import Library
 
 EMPTY_TREE_SHA256 = "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
 EMPTY_TREE_SHA1 = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

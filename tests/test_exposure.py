@@ -16,14 +16,14 @@ from helpers import (
     write,
 )
 
-from librarian.config import TOOLS_FILE, ToolEntry, dump_tools, load_tools
-from librarian.environments import environment_availability
-from librarian.events import parse_message
-from librarian.library import Library
-from librarian.retention import retain
-from librarian.revisions import revise
-from librarian.tools import CHANGED, GONE, committed_tools
-from librarian.txn import FileChange, commit_changes, mutation
+from librarian.core.events import parse_message
+from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools, load_tools
+from librarian.gate.environments import environment_availability
+from librarian.gate.tools import CHANGED, GONE, committed_tools
+from librarian.ops.retention import retain
+from librarian.ops.revisions import revise
+from librarian.store.library import Library
+from librarian.store.txn import FileChange, commit_changes, mutation
 
 EFFECTS = "effects: {filesystem: read, network: false}\n"
 RESULT = "result: A number on stdout.\n"

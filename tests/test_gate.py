@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_error_line, run_main, write
 
-from librarian import gate
-from librarian.environments import Availability, environment_availability
 from librarian.errors import UsageError
-from librarian.gate import ApprovalReview, approve
-from librarian.library import Library
-from librarian.retention import retain
-from librarian.revisions import revise
+from librarian.gate import checks as gate
+from librarian.gate.checks import ApprovalReview, approve
+from librarian.gate.environments import Availability, environment_availability
+from librarian.ops.retention import retain
+from librarian.ops.revisions import revise
+from librarian.store.library import Library
 
 MARK_SCRIPT = '#!/bin/sh\necho ran >> "$LIBRARIAN_INPUT_MARK"\necho "n=$LIBRARIAN_INPUT_N"\n'
 MARK_INPUTS = ("inputs:\n  mark: {type: path, required: true}\n"

@@ -1,4 +1,4 @@
-"""librarian.gitindex against a real git binary and real repositories.
+"""librarian.store.gitindex against a real git binary and real repositories.
 
 The oracle for every splice is git itself: the same change staged by ``git add -A -- <paths>``
 on the same starting index, in the same work tree (so inode, device and ctime agree), must give
@@ -24,8 +24,8 @@ from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian import gitindex
-from librarian.gitindex import (
+from librarian.store import gitindex
+from librarian.store.gitindex import (
     IndexEntry,
     IndexFormatError,
     IndexLockedError,

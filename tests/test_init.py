@@ -18,8 +18,8 @@ from helpers import (
     tree_snapshot,
 )
 
-from librarian.config import load_library_config, load_lock, load_tools
-from librarian.library import find_library
+from librarian.formats.config import load_library_config, load_lock, load_tools
+from librarian.store.library import find_library
 
 TOP_FILES = {".gitattributes", "README.md", "library.yaml", "librarian.lock", "tools.yaml"}
 EMPTY_DIRS = {"skills/", "recipes/", "drafts/", "sources/"}

@@ -22,15 +22,15 @@ from helpers import (
     tree_snapshot,
 )
 
-from librarian.config import TOOLS_FILE, ToolEntry, dump_tools
-from librarian.events import parse_message
-from librarian.history import read_log
-from librarian.library import Library
-from librarian.lifecycle import defer, discard, parse_until, promote
-from librarian.retention import retain
-from librarian.review import review_drafts
-from librarian.revisions import restore, retire, revise
-from librarian.txn import FileChange, commit_changes, mutation
+from librarian.core.events import parse_message
+from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
+from librarian.ops.history import read_log
+from librarian.ops.lifecycle import defer, discard, parse_until, promote
+from librarian.ops.retention import retain
+from librarian.ops.review import review_drafts
+from librarian.ops.revisions import restore, retire, revise
+from librarian.store.library import Library
+from librarian.store.txn import FileChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -316,11 +316,11 @@ def test_retire_refused_while_exposed(library: Path, sources: Path, capsys: Caps
 
 
 def test_managed_items_are_read_only(library: Path, sources: Path, capsys: Capsys) -> None:
-    from librarian.content import load_source
+    from librarian.content.validate import load_source
 
     lib = Library(library)
     content = load_source(make_skill(sources, "shared"), lib.config().policy)
-    from librarian.txn import DirChange
+    from librarian.store.txn import DirChange
 
     with mutation(lib) as store:
         commit_changes(lib, store, base=store.head(), subject="update team",

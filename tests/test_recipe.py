@@ -7,9 +7,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from librarian.core.model import RecipeEffects, RecipeInput
 from librarian.errors import LibrarianError, UsageError, ValidationError
-from librarian.model import RecipeEffects, RecipeInput
-from librarian.recipe import coerce_input, input_env_name, parse_recipe
+from librarian.formats.recipe import coerce_input, input_env_name, parse_recipe
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 

@@ -25,8 +25,8 @@ from helpers import (
     write,
 )
 
-from librarian.library import Library
-from librarian.retention import retain
+from librarian.ops.retention import retain
+from librarian.store.library import Library
 
 AWS_KEY = "AKIA" + "Q3ZT7WBN5XK2LM4P"  # shaped like a real access key id (not EXAMPLE)
 PEM = (

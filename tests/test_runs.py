@@ -16,17 +16,18 @@ from pathlib import Path
 import pytest
 from helpers import run_main, write
 
-from librarian import gate, runner
-from librarian.environments import (
+from librarian.core.model import RecipeEffects, RecipeInput, RecipeManifest
+from librarian.gate import checks as gate
+from librarian.gate import runner
+from librarian.gate.checks import approve
+from librarian.gate.environments import (
     Availability,
     container_name,
     docker_command,
     path_input_problem,
 )
-from librarian.gate import approve
-from librarian.library import Library
-from librarian.model import RecipeEffects, RecipeInput, RecipeManifest
-from librarian.retention import retain
+from librarian.ops.retention import retain
+from librarian.store.library import Library
 
 SHELL_ENV_SCRIPT = """#!/bin/sh
 echo "count=$LIBRARIAN_INPUT_COUNT ratio=$LIBRARIAN_INPUT_RATIO loud=$LIBRARIAN_INPUT_LOUD"

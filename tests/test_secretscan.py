@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.secretscan import secret_problem
+from librarian.content.secretscan import secret_problem
 
 MIB = 1024 * 1024
 

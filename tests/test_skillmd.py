@@ -8,10 +8,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from librarian.core.model import SkillManifest
+from librarian.core.names import name_problem
 from librarian.errors import LibrarianError, ValidationError
-from librarian.model import SkillManifest
-from librarian.names import name_problem
-from librarian.skillmd import parse_skill_md
+from librarian.formats.skillmd import parse_skill_md
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 

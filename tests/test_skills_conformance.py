@@ -22,9 +22,9 @@ from helpers import (
     write,
 )
 
-from librarian.library import Library
-from librarian.model import ItemFile
-from librarian.txn import DirChange, commit_changes, mutation
+from librarian.core.model import ItemFile
+from librarian.store.library import Library
+from librarian.store.txn import DirChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4

@@ -18,8 +18,8 @@ from helpers import (
 )
 from sources_helpers import Upstream
 
-from librarian.config import load_library_config, load_lock
-from librarian.gitremote import strip_credentials
+from librarian.formats.config import load_library_config, load_lock
+from librarian.store.gitremote import strip_credentials
 
 Cap = pytest.CaptureFixture[str]
 

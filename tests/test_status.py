@@ -19,10 +19,10 @@ from helpers import (
     write,
 )
 
-from librarian import statcache
-from librarian.library import Library
-from librarian.retention import retain
-from librarian.status import library_status
+from librarian.ops.retention import retain
+from librarian.ops.status import library_status
+from librarian.store import statcache
+from librarian.store.library import Library
 
 
 @pytest.fixture
@@ -310,8 +310,8 @@ def test_a_new_file_is_seen_even_when_the_directory_mtime_is_put_back(
 def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
     library: Path, tmp_path: Path
 ) -> None:
-    from librarian.model import ItemFile
-    from librarian.txn import DirChange, commit_changes, mutation
+    from librarian.core.model import ItemFile
+    from librarian.store.txn import DirChange, commit_changes, mutation
 
     lib = Library(library)
     files = (ItemFile("SKILL.md", False, b"---\nname: beta\ndescription: B.\n---\nbody\n"),)

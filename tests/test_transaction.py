@@ -28,14 +28,14 @@ from helpers import (
     tree_snapshot,
 )
 
-from librarian import txn
+from librarian.core.model import ItemFile
 from librarian.errors import ConflictError
-from librarian.library import Library
-from librarian.lock import library_lock
-from librarian.model import ItemFile
-from librarian.recovery import recover_library
-from librarian.retention import retain
-from librarian.txn import DirChange, FileChange, commit_changes, mutation
+from librarian.ops.retention import retain
+from librarian.store import txn
+from librarian.store.library import Library
+from librarian.store.lock import library_lock
+from librarian.store.recovery import recover_library
+from librarian.store.txn import DirChange, FileChange, commit_changes, mutation
 
 NEW_FILES = (ItemFile("SKILL.md", False, b"---\nname: late\ndescription: Late.\n---\nbody\n"),)
 
@@ -375,7 +375,7 @@ def test_recover_sweeps_a_stage_left_without_a_journal(library: Path) -> None:
 
 
 def test_write_files_creates_every_nested_directory(tmp_path: Path) -> None:
-    from librarian.worktree import read_work_files, write_files
+    from librarian.content.worktree import read_work_files, write_files
 
     files = (ItemFile("a/b/c/deep.txt", False, b"deep\n"), ItemFile("a/top.sh", True, b"#!\n"),
              ItemFile("z.md", False, b"z\n"))
@@ -388,8 +388,8 @@ def test_an_interrupt_after_the_branch_moved_keeps_the_journal_for_recovery(
 ) -> None:
     """A Ctrl-C between the ref being replaced and move_branch returning: the change is
     made, so the journal must survive and recovery must finish it."""
-    from librarian.gitstore import GitStore
-    from librarian.recovery import recover_library
+    from librarian.store.gitstore import GitStore
+    from librarian.store.recovery import recover_library
 
     original = GitStore.move_branch
 

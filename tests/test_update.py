@@ -23,9 +23,9 @@ from helpers import (
 )
 from sources_helpers import MODE_GITLINK, MODE_LINK, Upstream, edit_source
 
-from librarian.config import load_lock
-from librarian.digest import content_digest
-from librarian.upstream import MAX_DEPTH
+from librarian.core.digest import content_digest
+from librarian.formats.config import load_lock
+from librarian.sources.upstream import MAX_DEPTH
 
 Cap = pytest.CaptureFixture[str]
 
@@ -80,7 +80,7 @@ def test_first_install_commits_the_filtered_items_and_the_lock(
     assert pinned.items == {p: digest_of(upstream, p)
                             for p in ("skills/pdf", "skills/docx", "recipes/review")}
     # deterministic: sorted keys, the same bytes as dumping again
-    from librarian.config import dump_lock
+    from librarian.formats.config import dump_lock
     assert (library / "librarian.lock").read_bytes() == dump_lock(lock(library))
     assert not (library / ".git" / "librarian" / "journal.json").exists()
     assert list((library / ".git" / "librarian" / "stage").glob("*")) == []
@@ -377,8 +377,8 @@ def test_no_sources_and_unknown_sources(library: Path, capsys: Cap) -> None:
 def test_staged_content_is_verified_against_the_plan(
     library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from librarian.gitstore import GitStore
-    from librarian.model import ItemFile
+    from librarian.core.model import ItemFile
+    from librarian.store.gitstore import GitStore
 
     add(capsys, library, "team", upstream.url)
     original = GitStore.read_files

@@ -11,7 +11,7 @@ import pytest
 from helpers import GIT, git_text, head, run_main, run_process, tree_snapshot
 from sources_helpers import Upstream
 
-from librarian.config import load_lock
+from librarian.formats.config import load_lock
 
 Cap = pytest.CaptureFixture[str]
 
@@ -27,7 +27,7 @@ POINTS = {
 
 
 def _prepare(tmp_path: Path, capsys: Cap) -> tuple[Path, Upstream]:
-    from librarian.create import init_library
+    from librarian.ops.create import init_library
 
     library = tmp_path / "lib"
     init_library(library, "crash-lib")

@@ -11,7 +11,7 @@ import pytest
 from helpers import GIT, head, run_main, tree_snapshot
 from sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
 
-from librarian.config import load_lock
+from librarian.formats.config import load_lock
 
 Cap = pytest.CaptureFixture[str]
 
@@ -177,9 +177,9 @@ def test_dulwich_refusing_a_url_is_a_usage_error(
 ) -> None:
     import dulwich.client
 
-    from librarian import gitremote
     from librarian.errors import UsageError
-    from librarian.library import Library
+    from librarian.store import gitremote
+    from librarian.store.library import Library
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise getattr(dulwich.client, error)("-oProxyCommand=true")

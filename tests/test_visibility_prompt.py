@@ -18,14 +18,14 @@ from helpers import (
     run_main,
 )
 
-from librarian.config import TOOLS_FILE, ToolEntry, dump_tools
-from librarian.content import load_source
-from librarian.library import Library
-from librarian.prompt import ITEMS_CACHE, REGISTRY_CACHE, load_registry
-from librarian.promptrender import render_prompt
-from librarian.retention import retain
-from librarian.txn import DirChange, FileChange, commit_changes, mutation
-from librarian.visibility import hide, resident
+from librarian.content.validate import load_source
+from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
+from librarian.ops.retention import retain
+from librarian.ops.visibility import hide, resident
+from librarian.prompt.registry import ITEMS_CACHE, REGISTRY_CACHE, load_registry
+from librarian.prompt.render import render_prompt
+from librarian.store.library import Library
+from librarian.store.txn import DirChange, FileChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -247,7 +247,7 @@ def test_prompt_cache_follows_head(stocked: Path, sources: Path, capsys: Capsys)
 
 
 def test_invalid_committed_skill_is_reported_not_listed(library: Path, capsys: Capsys) -> None:
-    from librarian.model import ItemFile
+    from librarian.core.model import ItemFile
 
     lib = Library(library)
     broken = (ItemFile("SKILL.md", False, b"---\nname: broken\n---\nno description\n"),)

@@ -1,0 +1,64 @@
+"""The typer application and what every command module shares.
+
+Command modules (``cli.py``, ``cli_*.py``) register their commands on ``app``; each
+command parses, calls one library function and prints. Errors are mapped to exit codes in
+``cli.main`` only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from librarian.store.library import Library
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Keep an agent's skills and capabilities in a git repository, managed like packages.",
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document.")]
+
+
+class State:
+    library: Path | None = None
+
+
+def current_library() -> Library:
+    from librarian.store.library import find_library
+
+    return find_library(State.library)
+
+
+def emit(value: Any, as_json: bool, human: str | None = None) -> None:
+    """Print ``value`` as one JSON document, or the human text."""
+    from librarian.cli.render import json_text
+
+    if as_json:
+        typer.echo(json_text(value))
+    elif human is not None:
+        typer.echo(human)
+
+
+def jsonable(value: Any) -> dict[str, Any]:
+    from librarian.cli.render import to_jsonable
+
+    result: dict[str, Any] = to_jsonable(value)
+    return result
+
+
+@app.callback()
+def _options(
+    library: Annotated[
+        Path | None,
+        typer.Option("--library", help="The library (default: $LIBRARIAN_LIBRARY, else the "
+                     "nearest parent holding library.yaml)."),
+    ] = None,
+) -> None:
+    State.library = library

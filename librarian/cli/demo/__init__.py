@@ -1,0 +1,2 @@
+"""The guided tour (``librarian demo``): one chapter per capability, each calling the same
+library functions as the commands."""

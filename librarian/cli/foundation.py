@@ -1,0 +1,182 @@
+"""Commands of the foundation: init, retain, reading the library (inspect, cat, status,
+diff, log, check), recover, hooks, demo.
+
+Each command parses, calls one library function, prints. Library modules are imported
+inside commands so that a command pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+
+hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
+app.add_typer(hooks_app, name="hooks")
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="Directory for the new library.")] = Path(),
+    name: Annotated[str | None, typer.Option("--name", help="Library name.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a new library from the template, with its first commit."""
+    from librarian.cli.render import receipt_text
+    from librarian.ops.create import init_library
+
+    receipt = init_library(path, name)
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@app.command()
+def retain(
+    source: Annotated[Path, typer.Argument(help="A skill or recipe directory, or one .md file.")],
+    name: Annotated[str | None, typer.Option("--name", help="Assert the item's name.")] = None,
+    draft: Annotated[bool, typer.Option("--draft", help="Admit into drafts/.")] = False,
+    evidence: Annotated[str | None, typer.Option("--evidence", help="Why it is kept.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Admit a skill or recipe (create-only), as one commit."""
+    from librarian.cli.render import receipt_text
+    from librarian.ops.retention import retain as retain_item
+
+    receipt = retain_item(current_library(), source, name=name, draft=draft, evidence=evidence)
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@app.command()
+def inspect(
+    section: Annotated[str | None, typer.Argument(
+        help="skills, recipes, drafts, tools or sources.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read-only inventory with paths and diagnostics."""
+    from librarian.cli.render import inventory_text
+    from librarian.ops.inventory import inspect_library
+
+    inventory = inspect_library(current_library(), section, verbose=verbose)
+    emit({"kind": "inventory", **jsonable(inventory)} if as_json else None, as_json,
+         inventory_text(inventory, verbose))
+
+
+@app.command()
+def cat(name: str, as_json: JsonOpt = False) -> None:
+    """Print the item's body (SKILL.md or recipe.yaml) as committed."""
+    from librarian.ops.inventory import cat_item
+
+    body = cat_item(current_library(), name)
+    if as_json:
+        emit({"kind": "body", "name": name, "body": body.decode("utf-8", "replace")}, True)
+    else:
+        sys.stdout.write(body.decode("utf-8", "replace"))
+
+
+@app.command()
+def status(
+    check: Annotated[bool, typer.Option("--check", help="Exit 3 when not clean.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per item: clean, modified, missing, untracked; stale tools."""
+    from librarian.cli.render import status_text
+    from librarian.ops.status import library_status
+
+    report = library_status(current_library())
+    emit({"kind": "status", "clean": report.clean, **jsonable(report)} if as_json else report,
+          as_json, status_text(report))
+    if check and not report.clean:
+        raise typer.Exit(3)
+
+
+@app.command()
+def diff(name: Annotated[str | None, typer.Argument()] = None, as_json: JsonOpt = False) -> None:
+    """Unified diff of local edits against the committed content."""
+    from librarian.ops.diffing import diff_library
+
+    text = diff_library(current_library(), name)
+    if as_json:
+        emit({"kind": "diff", "name": name, "diff": text}, True)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def log(
+    name: Annotated[str | None, typer.Argument()] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retention events with their trailers, newest first."""
+    from librarian.cli.render import log_text
+    from librarian.ops.history import read_log
+
+    entries = read_log(current_library(), name, limit)
+    emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
+
+
+@app.command()
+def check(
+    staged: Annotated[bool, typer.Option("--staged", help="Check the git index.")] = False,
+    index_file: Annotated[Path | None, typer.Option(
+        "--index-file", help="With --staged: the index to check (the hook passes git's).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate the whole library; exit 2 when anything is wrong."""
+    from librarian.cli.render import check_text
+    from librarian.ops.checking import check_library
+
+    report = check_library(current_library(), staged=staged, index_file=index_file)
+    if as_json:
+        emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
+    else:
+        typer.echo(check_text(report))  # the report is output; the error is one line
+    if not report.ok:
+        if not as_json:
+            typer.echo(f"librarian: error: {len(report.problems)} problem(s) found", err=True)
+        raise typer.Exit(2)
+
+
+@app.command()
+def recover(as_json: JsonOpt = False) -> None:
+    """Finish or roll back an interrupted change."""
+    from librarian.store.recovery import recover_library
+
+    outcome = recover_library(current_library())
+    message = outcome or "nothing to recover"
+    emit({"kind": "recover", "outcome": message}, as_json, message)
+
+
+@hooks_app.command("install")
+def hooks_install(
+    force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
+) -> None:
+    """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
+    from librarian.ops.hooks import install_hooks
+
+    installed = install_hooks(current_library(), force=force)
+    emit({"kind": "hooks", "installed": installed}, as_json,
+          "installed " + ", ".join(installed))
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path | None, typer.Argument(help="Where to build the demo.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A guided tour on a throw-away library."""
+    from librarian.cli.demo.tour import run_demo
+
+    steps = run_demo(directory)
+    if as_json:
+        emit({"kind": "demo", "steps": steps}, True)
+        return
+    for step in steps:
+        typer.echo(f"\n== {step.title}\n$ {step.command}")
+        if step.output:
+            typer.echo(step.output.rstrip("\n"))

@@ -1,0 +1,116 @@
+"""The entry point: the lazy command table and the one place errors become exit codes.
+
+Errors are mapped to exit codes and the one-line ``librarian: error: …`` format in ``main``
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from librarian.cli import foundation as _foundation  # noqa: F401  (registers its commands)
+from librarian.cli.app import app
+from librarian.errors import LibrarianError
+
+# Command modules of later capabilities register their commands on `app` when imported.
+# typer inspects every registered command when it starts (~20 ms for these modules), so a
+# command line imports only the module of its own command; help, an unknown command or no
+# command imports them all. tests/test_cli_exit_codes.py holds this table to the modules.
+COMMAND_MODULES = {
+    **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
+                     "hide", "show", "resident", "prompt"), "skills"),
+    **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
+    **dict.fromkeys(("source", "outdated", "update"), "sources"),
+}
+FOUNDATION_COMMANDS = frozenset(
+    ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",
+     "hooks"))
+
+
+def register_commands(args: list[str]) -> None:
+    """Import the command module(s) the command line ``args`` needs."""
+    from importlib import import_module
+
+    command, skip = None, False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--library":
+            skip = True  # its value is not the command
+        elif arg in ("--help", "-h"):
+            break  # the top-level help lists every command
+        elif not arg.startswith("-"):
+            command = arg
+            break
+    if command in FOUNDATION_COMMANDS:
+        return
+    modules = {COMMAND_MODULES[command]} if command in COMMAND_MODULES else set(
+        COMMAND_MODULES.values())
+    for module in sorted(modules):
+        import_module(f"librarian.cli.{module}")
+
+
+def _fail(
+    message: str, code: int, hint: str | None, as_json: bool, details: Any = None
+) -> NoReturn:
+    if as_json:
+        from librarian.cli.render import json_text
+
+        document = {"kind": "error", "error": message, "exit_code": code, "hint": hint,
+                    **(details or {})}
+        sys.stdout.write(json_text(document) + "\n")
+    from librarian.cli.render import error_line
+
+    sys.stderr.write(error_line(message, hint) + "\n")
+    raise SystemExit(code)
+
+
+def _strip_git_environment() -> None:
+    """Inherited GIT_* variables would redirect dulwich (GIT_DIR, GIT_INDEX_FILE) or forge
+    identities; a library is always the repository it says it is."""
+    for key in [k for k in os.environ if k.startswith("GIT_")]:
+        del os.environ[key]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: the single place where errors become exit codes."""
+    _strip_git_environment()
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    register_commands(args)
+    try:
+        result = app(args=args, prog_name="librarian", standalone_mode=False)
+    except LibrarianError as exc:
+        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json, exc.details)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `librarian` or `librarian source`
+        if not as_json:
+            sys.stdout.write(exc.format_message() + "\n")
+        _fail("a command is required", 2, "see the commands above, or `librarian --help`",
+              as_json)
+    except click.ClickException as exc:  # usage errors found while parsing
+        _fail(" ".join(exc.format_message().split()), 2, "see `librarian --help`", as_json)
+    except click.exceptions.Abort:
+        _fail("aborted", 1, None, as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130, None, as_json)
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the one place a bug is turned into exit 1
+        if os.environ.get("LIBRARIAN_DEBUG"):
+            import traceback  # only on this path: it costs ~20 ms to import
+
+            traceback.print_exc()
+        _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
+              "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
+              as_json)
+    return int(result) if isinstance(result, int) else 0
+
+
+def entry() -> None:
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""Human and JSON renderings of what library functions return. No logic lives here."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from librarian.core.receipts import Receipt
+
+if TYPE_CHECKING:  # rendering must not import what the command did not use
+    from librarian.gate.checks import ApprovalReview
+    from librarian.gate.runs import RunRecord
+    from librarian.ops.checking import CheckReport
+    from librarian.ops.history import LogEntry
+    from librarian.ops.inventory import Inventory
+    from librarian.ops.review import ReviewReport
+    from librarian.ops.status import StatusReport
+    from librarian.sources.subscriptions import SourceInfo
+    from librarian.sources.update import SourcePlan, UpdateReport
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, Receipt):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def receipt_text(receipt: Receipt) -> str:
+    commit = f" in {receipt.commit[:12]}" if receipt.commit else ""
+    digest = f"\n  digest {receipt.digest}" if receipt.digest else ""
+    lines = [f"{receipt.kind.replace('_', ' ')} {receipt.name} -> {receipt.path}{commit}{digest}"]
+    lines += [f"  warning: {w}" for w in receipt.warnings]
+    for key in ("reason", "note"):
+        if receipt.details.get(key):
+            lines.append(f"  {key}: {receipt.details[key]}")
+    return "\n".join(lines)
+
+
+def status_text(report: StatusReport) -> str:
+    lines = [f"{s.status:<10} {s.path}" for s in report.items if s.status != "clean"]
+    lines += [f"{f.status:<10} {f.path}" for f in report.files if f.status != "clean"]
+    lines += [f"{'stale':<10} tool {t.name} ({t.reason})" for t in report.tools
+              if t.status == "stale"]
+    if not lines:
+        return f"clean: {len(report.items)} items, {len(report.tools)} tools"
+    return "\n".join(lines)
+
+
+def inventory_text(inventory: Inventory, verbose: bool) -> str:
+    lines = []
+    for info in inventory.items:
+        lines.append(f"{info.kind:<7} {info.state:<8} {info.name:<24} {info.path}")
+        if info.description:
+            lines.append(f"        {info.description}")
+        if verbose:
+            lines.append(f"        digest {info.digest}")
+            for f in info.files:
+                lines.append(f"        {f.bytes:>9}  {'x' if f.executable else '-'}  {f.path}")
+            if info.last_event:
+                lines.append(f"        last event: {info.last_event['subject']}")
+            for key, value in info.details.items():
+                lines.append(f"        {key}: {value}")
+            if info.usage is not None:
+                lines.append(f"        usage: {usage_text(info.usage)}")
+        lines += [f"        problem: {d}" for d in info.diagnostics]
+    for tool in inventory.tools:
+        stale = "  (stale)" if tool.get("status") == "stale" else ""
+        lines.append(f"tool    {tool['name']:<33} {tool['recipe']}{stale}")
+        if tool.get("description"):
+            lines.append(f"        {tool['description']}")
+        if tool.get("execution"):
+            inputs = ", ".join(f"{i['name']}: {i['type']}{'' if i['required'] else '?'}"
+                               for i in tool.get("inputs", ()))
+            effects = tool.get("effects") or {}
+            lines.append(f"        {tool['execution']} {tool['environment']}; inputs ({inputs});"
+                         f" effects filesystem={effects.get('filesystem')} "
+                         f"network={effects.get('network')}")
+    for source in inventory.sources:
+        lines.append(f"source  {source['name']:<33} {source['url']} ({source['ref']})")
+    return "\n".join(lines) if lines else "(empty)"
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    if not usage.get("runs") and not usage.get("refusals"):
+        return "never run"
+    last = usage.get("last_used")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "never"
+    return (f"{usage['runs']} runs, {usage['successes']} succeeded, {usage['failures']} failed, "
+            f"{usage['refusals']} refused; last used {when}")
+
+
+def log_text(entries: list[LogEntry]) -> str:
+    out = []
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.time))
+        out.append(f"{entry.commit[:12]} {when} {entry.subject}")
+        out += [f"    {k}: {v}" for k, v in entry.trailers]
+    return "\n".join(out) if out else "(no retention events)"
+
+
+def check_text(report: CheckReport) -> str:
+    if report.ok:
+        return f"ok: {report.items} items in the {report.scope} pass every check"
+    return "\n".join(report.problems)
+
+
+def approval_review_text(review: ApprovalReview) -> str:
+    lines = [f"recipe {review.path} at {review.digest}"]
+    if review.already_approved:
+        lines.append("  (this digest is already approved)")
+    if review.diff is not None and review.previous:
+        lines.append(f"changes since the approved {review.previous}:")
+        lines.append(review.diff.rstrip("\n"))
+    else:
+        for item_file in review.files:
+            mode = "executable" if item_file.executable else "file"
+            lines.append(f"--- {item_file.path} ({item_file.bytes} bytes, {mode})")
+            lines.append(item_file.text.rstrip("\n") if item_file.text is not None
+                         else "(binary content)")
+    return "\n".join(lines)
+
+
+def runs_text(records: list[RunRecord]) -> str:
+    lines = []
+    for record in records:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
+        code = "" if record.exit_code is None else f" exit {record.exit_code}"
+        lines.append(f"{record.run_id}  {record.status:<9} {record.mode:<5} {when}  "
+                     f"{record.name}{code}")
+    return "\n".join(lines) if lines else "(no runs)"
+
+
+# -- shared libraries: source list|remove, outdated, update ----------------------------
+
+
+def sources_json(infos: tuple[SourceInfo, ...]) -> dict[str, Any]:
+    return {"kind": "sources", "sources": [to_jsonable(s) for s in infos]}
+
+
+def sources_text(infos: tuple[SourceInfo, ...]) -> str:
+    lines = [f"{s.name:<20} {s.url} ({s.ref}) "
+             + (f"at {s.commit[:12]}, {s.items} items" if s.commit else "not installed yet")
+             for s in infos]
+    return "\n".join(lines) if lines else "(no sources)"
+
+
+def source_removed_text(receipt: Receipt) -> str:
+    text = receipt_text(receipt)
+    if receipt.details.get("backup"):
+        text += f"\n  local edits saved in {receipt.details['backup']}; restore with:"
+        text += "".join(f"\n    {c}" for c in receipt.details["restore"])
+    return text
+
+
+def update_plan_json(plan: SourcePlan) -> dict[str, Any]:
+    return {
+        "source": plan.source, "url": plan.url, "ref": plan.ref,
+        "old_commit": plan.old_commit, "new_commit": plan.new_commit,
+        "counts": plan.counts(),
+        "items": [to_jsonable(i) for i in plan.items],
+        "skipped": [to_jsonable(s) for s in plan.skipped],
+        "filtered_out": plan.filtered_out,
+    }
+
+
+def update_report_json(report: UpdateReport) -> dict[str, Any]:
+    names = [p.source for p in report.plans]
+    return {
+        "kind": report.kind,
+        "name": ",".join(names),
+        "path": ",".join(f"sources/{n}" for n in names),
+        "digest": None,
+        "commit": report.commit,
+        "dry_run": report.dry_run,
+        "forced": report.forced,
+        "up_to_date": report.up_to_date,
+        "plans": [update_plan_json(p) for p in report.plans],
+        "backups": [{"ref": b.ref, "commit": b.commit, "paths": list(b.paths),
+                     "restore": list(b.restore)} for b in report.backups],
+        "stale_tools": list(report.stale_tools),
+        "warnings": list(report.warnings),
+    }
+
+
+def update_plan_lines(plans: tuple[SourcePlan, ...]) -> list[str]:
+    lines = []
+    for plan in plans:
+        old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
+        lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
+        for item in plan.items:
+            if item.action != "keep" or item.local_edit or item.work is None:
+                lines.append(f"  {item.action:<9} {item.name:<28} {item.reason}")
+        counts = plan.counts()
+        lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+        for skipped in plan.skipped:
+            lines.append(f"  skipped   {skipped.path}: {'; '.join(skipped.problems)}")
+    return lines
+
+
+def update_report_text(report: UpdateReport) -> str:
+    if not report.plans:
+        return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",
+                          *(f"warning: {w}" for w in report.warnings)])
+    lines = update_plan_lines(report.plans)
+    if report.up_to_date:
+        lines.append("already up to date: nothing to change, no commit made")
+    elif report.kind == "outdated" or report.dry_run:
+        lines.append("dry run: nothing was changed" if report.dry_run
+                     else "run `librarian update` to install these changes")
+    elif report.commit:
+        lines.append(f"updated in {report.commit[:12]}")
+    for backup in report.backups:
+        lines.append(f"local edits saved in {backup.ref}; restore each with:")
+        lines += [f"  {command}" for command in backup.restore]
+    for tool in report.stale_tools:
+        lines.append(f"tool {tool} is now stale: its recipe changed; review and expose it again")
+    shown = {f"{p.source}: skipped {s.path}: " + "; ".join(s.problems)  # listed above
+             for p in report.plans for s in p.skipped}
+    lines += [f"warning: {w}" for w in report.warnings if w not in shown]
+    return "\n".join(lines)
+
+
+def age_text(seconds: int | None) -> str:
+    if seconds is None:
+        return "age unknown"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def review_text(report: ReviewReport) -> str:
+    if not report.drafts:
+        return "no drafts awaiting review"
+    lines = []
+    for draft in report.drafts:
+        lines.append(f"{draft.status:<9}{draft.kind:<7} {draft.name:<28} "
+                     f"{age_text(draft.age_seconds):>6}  {draft.digest or '?'}")
+        lines.append(f"         evidence: {draft.evidence or 'unknown'}")
+        decision = draft.decision
+        if decision is not None:
+            until = f" until {decision.until}" if decision.until else ""
+            lines.append(f"         deferred{until}: {decision.reason or ''}")
+    return "\n".join(lines)
+
+
+def error_line(message: str, hint: str | None = None) -> str:
+    """The one line an error is on stderr (spec §3), with its hint when there is one."""
+    text = " ".join(message.split())
+    return f"librarian: error: {text}" + (f" (hint: {' '.join(hint.split())})" if hint else "")

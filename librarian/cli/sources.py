@@ -1,0 +1,112 @@
+"""Commands for shared libraries: ``source add|list|remove``, ``outdated``, ``update``.
+
+Registered on the typer app by one import line in ``cli.py``. Each command parses, calls one
+library function and prints through ``render.py``; errors (an update refused by conflicts
+too: its message lists them) go to ``cli.main``, the one place they become exit codes.
+Progress of long fetches goes to stderr, when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from librarian.cli.app import JsonOpt, app, current_library, emit
+from librarian.cli.render import update_report_text as report_text
+
+# demo_sources renders like the command line and imports these two names from here.
+
+source_app = typer.Typer(no_args_is_help=True, help="Subscriptions to shared libraries.")
+app.add_typer(source_app, name="source")
+
+SourcesArg = Annotated[list[str] | None, typer.Argument(help="Sources (default: all).")]
+
+
+def _progress() -> Callable[[str], None] | None:
+    """A progress callback writing to stderr, or None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    return show
+
+
+@source_app.command("add")
+def source_add(
+    name: str,
+    url: str,
+    ref: Annotated[str, typer.Option("--ref", help="Branch, tag or ref to follow.")] = "main",
+    include: Annotated[list[str] | None, typer.Option(
+        "--include", help="Gitignore-style pattern over upstream item paths (repeatable).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Gitignore-style pattern to leave out (repeatable).")] = None,
+    trust: Annotated[list[str] | None, typer.Option(
+        "--trust", help="Signing key (signed releases are not supported yet: refused, exit 4)."
+    )] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Subscribe to a shared library (one commit to library.yaml; nothing is fetched)."""
+    from librarian.cli.render import receipt_text
+    from librarian.sources.subscriptions import add_source
+
+    receipt = add_source(current_library(), name, url, ref=ref, include=tuple(include or ()),
+                         exclude=tuple(exclude or ()), trust=tuple(trust or ()))
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@source_app.command("list")
+def source_list(as_json: JsonOpt = False) -> None:
+    """Sources with their ref, installed commit and item count."""
+    from librarian.cli.render import sources_json, sources_text
+    from librarian.sources.subscriptions import list_sources
+
+    infos = list_sources(current_library())
+    emit(sources_json(infos), as_json, sources_text(infos))
+
+
+@source_app.command("remove")
+def source_remove(
+    name: str,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Back up local edits in the collection, then remove it.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Unsubscribe and remove the managed collection (one commit)."""
+    from librarian.cli.render import source_removed_text
+    from librarian.sources.subscriptions import remove_source
+
+    receipt = remove_source(current_library(), name, force=force)
+    emit(receipt, as_json, source_removed_text(receipt))
+
+
+@app.command()
+def outdated(names: SourcesArg = None, as_json: JsonOpt = False) -> None:
+    """Fetch and show what `update` would do per item; changes nothing."""
+    from librarian.cli.render import update_report_json
+    from librarian.sources.update import outdated as plan_outdated
+
+    report = plan_outdated(current_library(), names or (), progress=_progress())
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report))
+
+
+@app.command()
+def update(
+    names: SourcesArg = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Back up conflicting local edits, then overwrite them.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fetch sources, plan, and install the new collections in one commit."""
+    from librarian.cli.render import update_report_json
+    from librarian.sources.update import update as run_update
+
+    report = run_update(current_library(), names or (), dry_run=dry_run, force=force,
+                        progress=_progress())
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report))

@@ -1,0 +1,192 @@
+"""Commands of exposure and the execution gate: expose, withdraw, approve, run, runs, wait.
+
+A sync run's output is streamed here (the library copies it into the file objects this
+module passes) and its exit code passed through: the recipe's own, 124 when it timed out,
+125 when it was lost, 126 when it could not be started.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.errors import UsageError
+
+if TYPE_CHECKING:
+    from librarian.gate.runs import RunRecord
+
+EXIT_TIMED_OUT = 124
+EXIT_LOST = 125
+EXIT_NOT_STARTED = 126
+EXIT_STILL_RUNNING = 3
+
+
+@app.command()
+def expose(
+    recipe: Annotated[str, typer.Argument(help="A retained recipe (name or path).")],
+    as_tool: Annotated[str | None, typer.Option("--as", help="The tool's name.")] = None,
+    refresh: Annotated[bool, typer.Option(
+        "--refresh", help="Re-pin an exposed tool to the recipe's current digest.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Offer a retained recipe to the agent as a named tool (one commit to tools.yaml)."""
+    from librarian.cli.render import receipt_text
+    from librarian.gate.exposure import expose as expose_recipe
+
+    receipt = expose_recipe(current_library(), recipe, as_tool=as_tool, refresh=refresh)
+    callable_line = "callable now" if receipt.details["callable_now"] else "not callable now"
+    emit(receipt, as_json, receipt_text(receipt) + f"\n  {callable_line}")
+
+
+@app.command()
+def withdraw(
+    tool: Annotated[str, typer.Argument(help="An exposed tool.")], as_json: JsonOpt = False
+) -> None:
+    """Remove a tool from tools.yaml; the recipe stays retained."""
+    from librarian.cli.render import receipt_text
+    from librarian.gate.exposure import withdraw as withdraw_tool
+
+    receipt = withdraw_tool(current_library(), tool)
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@app.command()
+def approve(
+    name: Annotated[str, typer.Argument(help="A tool or recipe.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+    = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the recipe (or its diff since the last approval) and approve its digest.
+
+    Asked only on a terminal without --yes or --json; otherwise the command itself is the
+    decision: it approves the digest it shows."""
+    from librarian.cli.render import approval_review_text, receipt_text
+    from librarian.gate.checks import ApprovalReview
+    from librarian.gate.checks import approve as approve_recipe
+
+    def confirm(review: ApprovalReview) -> bool:
+        typer.echo(approval_review_text(review))
+        return typer.confirm(f"approve {review.path} at {review.digest[:19]}… to run?")
+
+    interactive = not yes and not as_json and sys.stdin.isatty()
+    approval = approve_recipe(current_library(), name, confirm if interactive else None)
+    if as_json:
+        document = jsonable(approval.receipt)
+        document["files"] = [jsonable(f) for f in approval.review.files]
+        document["diff"] = approval.review.diff
+        emit(document, True)
+        return
+    if not interactive:
+        typer.echo(approval_review_text(approval.review))
+    typer.echo(receipt_text(approval.receipt))
+
+
+def _parse_args(pairs: list[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--arg {pair!r} must be KEY=VALUE")
+        if key in values:
+            raise UsageError(f"--arg {key} is given twice")
+        values[key] = value
+    return values
+
+
+def _exit_code(record: RunRecord) -> int:
+    if record.status == "timed_out":
+        return EXIT_TIMED_OUT
+    if record.status == "lost":
+        return EXIT_LOST
+    if record.exit_code is None:
+        return EXIT_NOT_STARTED if record.terminal else EXIT_STILL_RUNNING
+    return record.exit_code
+
+
+def _end_note(record: RunRecord) -> None:
+    if record.status != "succeeded":
+        detail = f": {record.reason}" if record.reason else ""
+        code = f" (exit {record.exit_code})" if record.exit_code is not None else ""
+        typer.echo(f"librarian: run {record.run_id} {record.status}{code}{detail}", err=True)
+
+
+@app.command()
+def run(
+    name: Annotated[str, typer.Argument(help="A tool or a retained recipe.")],
+    arg: Annotated[list[str] | None, typer.Option(
+        "--arg", help="An input as KEY=VALUE (repeatable).")] = None,
+    run_async: Annotated[bool, typer.Option(
+        "--async", help="Launch and return at once with a run id.")] = False,
+    yes: Annotated[bool, typer.Option(
+        "--yes", help="Approve the recipe's current digest and run.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a tool or recipe through the execution gate."""
+    from librarian.gate.runner import start_run
+    from librarian.gate.runs import launch_receipt, result_receipt
+
+    library = current_library()
+    args = _parse_args(arg or [])
+    if not as_json:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    record = start_run(library, name, args, run_async=run_async, approve_now=yes,
+                       stdout=None if as_json else sys.stdout.buffer,
+                       stderr=None if as_json else sys.stderr.buffer)
+    if record.mode == "async" and record.status == "launched":
+        receipt = launch_receipt(record)
+        emit(receipt, as_json, f"launched run {record.run_id} ({record.name})\n"
+             f"  `librarian wait {record.run_id}` for its result")
+        return
+    if as_json:
+        emit(result_receipt(library, record), True)
+    else:
+        _end_note(record)
+    code = _exit_code(record)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def runs(as_json: JsonOpt = False) -> None:
+    """Recorded runs with their status, newest first."""
+    from librarian.cli.render import runs_text
+    from librarian.gate.runs import list_runs
+
+    records = list_runs(current_library())
+    emit({"kind": "runs", "runs": [jsonable(r) for r in records]}, as_json, runs_text(records))
+
+
+@app.command()
+def wait(
+    run_id: Annotated[str, typer.Argument(help="A run id from `run --async` or `runs`.")],
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Give up waiting after S seconds (exit 3; the run goes on).")]
+    = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Block until a run ends; print its result and pass its exit code through."""
+    from librarian.gate.runs import result_receipt, wait_run
+
+    library = current_library()
+    record = wait_run(library, run_id, timeout)
+    receipt = result_receipt(library, record)
+    if as_json:
+        emit(receipt, True)
+    else:
+        if receipt.details["output"]:
+            sys.stdout.write(receipt.details["output"])
+        if receipt.details["stderr"]:
+            sys.stderr.write(receipt.details["stderr"])
+        sys.stdout.flush()
+        if not record.terminal:
+            typer.echo(f"librarian: run {record.run_id} is still {record.status}", err=True)
+        else:
+            _end_note(record)
+    code = _exit_code(record)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,100 @@
+"""Reading and writing item directories in the work tree.
+
+Hashing here is raw (every regular file, nothing ignored) because it answers "does the work
+tree still hold what was committed?", the question `git status` answers too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from librarian.core.digest import TreeLeaf, blob_id, format_digest, tree_id
+from librarian.core.fsutil import fsync_dir, write_file_durably
+from librarian.core.model import ItemFile
+
+
+@dataclass(frozen=True)
+class WorkFile:
+    path: str  # posix, relative to the item directory
+    abspath: Path
+    stat: os.stat_result
+
+
+class NotRegularFile(Exception):
+    """A symlink or special file where only regular files belong."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is not a regular file")
+        self.path = path
+
+
+def iter_work_files(root: Path, prefix: str = "") -> Iterator[WorkFile]:
+    """Regular files below ``root`` (lstat'ed); raises NotRegularFile on anything else."""
+    with os.scandir(root) as entries:
+        for entry in entries:
+            path = f"{prefix}{entry.name}"
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                yield from iter_work_files(Path(entry.path), path + "/")
+            elif stat.S_ISREG(st.st_mode):
+                yield WorkFile(path, Path(entry.path), st)
+            else:
+                raise NotRegularFile(Path(entry.path))
+
+
+def is_executable(st: os.stat_result) -> bool:
+    return bool(st.st_mode & stat.S_IXUSR)
+
+
+def read_work_files(root: Path) -> tuple[ItemFile, ...]:
+    files = [
+        ItemFile(f.path, is_executable(f.stat), f.abspath.read_bytes())
+        for f in iter_work_files(root)
+    ]
+    return tuple(sorted(files, key=lambda f: f.path))
+
+
+@dataclass(frozen=True)
+class ItemHash:
+    """Both ids of a work-tree directory: git's SHA-1 tree id and the SHA-256 digest."""
+
+    tree_sha1: bytes  # hex, as the library's repository stores it
+    digest: str  # sha256:…
+
+
+def hash_files(files: tuple[ItemFile, ...]) -> ItemHash:
+    sha1_leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha1")) for f in files]
+    sha256_leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha256")) for f in files]
+    return ItemHash(
+        tree_id(sha1_leaves, "sha1").hex().encode(), format_digest(tree_id(sha256_leaves))
+    )
+
+
+def hash_work_dir(root: Path) -> ItemHash | None:
+    """Ids of the directory's content; None when it holds no files (git would not store
+    it). Raises NotRegularFile for symlinks and special files."""
+    files = read_work_files(root)
+    return hash_files(files) if files else None
+
+
+def write_files(target: Path, files: tuple[ItemFile, ...]) -> None:
+    """Create ``target`` (must not exist) holding ``files``, every file and directory
+    fsynced, so a rename of ``target`` later publishes complete content."""
+    target.mkdir(parents=True)
+    created = {target}
+    for item_file in files:
+        path = target.joinpath(*item_file.path.split("/"))
+        chain, parent = [], path.parent
+        while parent not in created:  # every directory between target and the file
+            chain.append(parent)
+            parent = parent.parent
+        for directory in reversed(chain):
+            directory.mkdir()
+            created.add(directory)
+        write_file_durably(path, item_file.data, executable=item_file.executable)
+    for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
+        fsync_dir(directory)

@@ -1,0 +1,201 @@
+"""The library's committed configuration files: library.yaml, tools.yaml, librarian.lock.
+
+Each is validated where it enters (``load_*``) and written deterministically (``dump_*``)
+so that its diff in ``git log -p`` is reviewable. Rewriting drops YAML comments; the
+formats are small enough that this is the honest trade (docs/formats.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from librarian.core.model import Policy
+from librarian.core.names import name_problem
+from librarian.errors import UsageError
+from librarian.formats.yamlio import dump_yaml, load_yaml
+
+LIBRARY_FILE = "library.yaml"
+TOOLS_FILE = "tools.yaml"
+LOCK_FILE = "librarian.lock"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    url: str
+    ref: str = "main"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    trust: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LibraryConfig:
+    name: str
+    policy: Policy = field(default_factory=Policy)
+    resident: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    sources: Mapping[str, SourceConfig] = field(default_factory=dict)
+
+
+def _mapping(value: object, what: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{what} must be a mapping")
+    return value
+
+
+def _strings(value: object, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{what} must be a list of strings")
+    return tuple(value)
+
+
+def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
+    extra = sorted(set(keys) - allowed)
+    if extra:
+        raise UsageError(f"{what}: unknown key {extra[0]!r}", hint=f"allowed: {sorted(allowed)}")
+
+
+def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig:
+    doc = _mapping(load_yaml(data, where), where)
+    _unknown(doc, {"librarian", "name", "policy", "skills", "sources"}, where)
+    if doc.get("librarian") != 1:
+        raise UsageError(f"{where}: 'librarian: 1' is required (format version)")
+    name = doc.get("name")
+    if not isinstance(name, str) or name_problem(name):
+        raise UsageError(f"{where}: name must be a valid library name, got {name!r}")
+    policy_doc = _mapping(doc.get("policy"), f"{where}: policy")
+    allowed = {f.name for f in fields(Policy)}
+    _unknown(policy_doc, allowed, f"{where}: policy")
+    for key, value in policy_doc.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{where}: policy.{key} must be a positive integer")
+    skills = _mapping(doc.get("skills"), f"{where}: skills")
+    _unknown(skills, {"resident", "hidden"}, f"{where}: skills")
+    sources: dict[str, SourceConfig] = {}
+    for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
+        what = f"{where}: sources.{source_name}"
+        if name_problem(source_name):
+            raise UsageError(f"{what}: invalid source name")
+        spec = _mapping(spec, what)
+        _unknown(spec, {"url", "ref", "include", "exclude", "trust"}, what)
+        url, ref = spec.get("url"), spec.get("ref", "main")
+        if not isinstance(url, str) or not url:
+            raise UsageError(f"{what}: url is required")
+        if not isinstance(ref, str) or not ref:
+            raise UsageError(f"{what}: ref must be a string")
+        sources[source_name] = SourceConfig(
+            url=url,
+            ref=ref,
+            include=_strings(spec.get("include"), f"{what}.include"),
+            exclude=_strings(spec.get("exclude"), f"{what}.exclude"),
+            trust=_strings(spec.get("trust"), f"{what}.trust"),
+        )
+    return LibraryConfig(
+        name=name,
+        policy=Policy(**policy_doc),
+        resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
+        hidden=_strings(skills.get("hidden"), f"{where}: skills.hidden"),
+        sources=sources,
+    )
+
+
+def dump_library_config(config: LibraryConfig) -> bytes:
+    sources: dict[str, Any] = {}
+    for source_name, source in sorted(config.sources.items()):
+        spec: dict[str, Any] = {"url": source.url, "ref": source.ref}
+        spec["include"] = list(source.include)
+        spec["exclude"] = list(source.exclude)
+        if source.trust:
+            spec["trust"] = list(source.trust)
+        sources[source_name] = spec
+    policy = {f.name: getattr(config.policy, f.name) for f in fields(Policy)}
+    return dump_yaml(
+        {
+            "librarian": 1,
+            "name": config.name,
+            "policy": policy,
+            "skills": {"resident": list(config.resident), "hidden": list(config.hidden)},
+            "sources": sources,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    recipe: str  # library path of the recipe: recipes/<name> or sources/<s>/…
+    digest: str
+
+
+def load_tools(data: bytes, where: str = TOOLS_FILE) -> dict[str, ToolEntry]:
+    doc = _mapping(load_yaml(data, where), where)
+    _unknown(doc, {"tools"}, where)
+    tools: dict[str, ToolEntry] = {}
+    for tool_name, spec in _mapping(doc.get("tools"), f"{where}: tools").items():
+        what = f"{where}: tools.{tool_name}"
+        spec = _mapping(spec, what)
+        _unknown(spec, {"recipe", "digest"}, what)
+        recipe, digest = spec.get("recipe"), spec.get("digest")
+        if not isinstance(recipe, str) or not isinstance(digest, str):
+            raise UsageError(f"{what}: recipe and digest are required strings")
+        tools[tool_name] = ToolEntry(recipe, digest)
+    return tools
+
+
+def dump_tools(tools: Mapping[str, ToolEntry]) -> bytes:
+    return dump_yaml(
+        {"tools": {k: {"recipe": v.recipe, "digest": v.digest} for k, v in sorted(tools.items())}}
+    )
+
+
+@dataclass(frozen=True)
+class LockedSource:
+    url: str
+    ref: str
+    commit: str
+    items: Mapping[str, str]  # upstream item path -> digest as installed
+    release: int | None = None
+
+
+def load_lock(data: bytes, where: str = LOCK_FILE) -> dict[str, LockedSource]:
+    doc = _mapping(load_yaml(data, where), where)
+    _unknown(doc, {"librarian-lock", "sources"}, where)
+    if doc.get("librarian-lock") != 1:
+        raise UsageError(f"{where}: 'librarian-lock: 1' is required (format version)")
+    locked: dict[str, LockedSource] = {}
+    for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
+        what = f"{where}: sources.{source_name}"
+        spec = _mapping(spec, what)
+        _unknown(spec, {"url", "ref", "commit", "release", "items"}, what)
+        items = _mapping(spec.get("items"), f"{what}.items")
+        release = spec.get("release")
+        if release is not None and (isinstance(release, bool) or not isinstance(release, int)):
+            raise UsageError(f"{what}.release must be an integer")
+        locked[source_name] = LockedSource(
+            url=str(spec.get("url", "")),
+            ref=str(spec.get("ref", "")),
+            commit=str(spec.get("commit", "")),
+            items={str(k): str(v) for k, v in items.items()},
+            release=release,
+        )
+    return locked
+
+
+def dump_lock(locked: Mapping[str, LockedSource]) -> bytes:
+    sources: dict[str, Any] = {}
+    for source_name, entry in sorted(locked.items()):
+        spec: dict[str, Any] = {
+            "url": entry.url,
+            "ref": entry.ref,
+            "commit": entry.commit,
+            "items": dict(sorted(entry.items.items())),
+        }
+        if entry.release is not None:
+            spec["release"] = entry.release
+        sources[source_name] = spec
+    return dump_yaml({"librarian-lock": 1, "sources": sources})

@@ -1,0 +1,184 @@
+"""``expose`` and ``withdraw``: offering a retained recipe to the agent as a named tool.
+
+Exposure is one commit that adds ``{recipe, digest}`` to ``tools.yaml``; nothing is copied
+or linked. The receipt then says whether the tool is ``callable_now`` (resolve → validate →
+persist → activate → prove): the entrypoint exists in the work tree, the work-tree content
+matches the pinned digest, and the declared environment is available on this machine.
+When it is not, the tool stays exposed and the receipt says why.
+
+Reading ``tools.yaml``, whether a tool is stale and the contracts of exposed tools are
+``tools.py``.
+"""
+
+from __future__ import annotations
+
+from librarian.content.validate import validate_item
+from librarian.content.worktree import NotRegularFile, hash_work_dir
+from librarian.core.model import RecipeManifest
+from librarian.core.names import check_name
+from librarian.core.receipts import Receipt
+from librarian.errors import ConflictError, UsageError
+from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
+from librarian.gate.checks import is_approved
+from librarian.gate.environments import environment_availability
+from librarian.gate.tools import committed_tools
+from librarian.gate.tools import tool_contracts as tool_contracts  # inspect tools reads them here
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Item, Library
+from librarian.store.resolve import find_item
+from librarian.store.txn import FileChange, commit_changes, mutation
+
+
+def contract_problems(manifest: RecipeManifest) -> list[str]:
+    """What a recipe lacks to earn a tool name: a description, typed inputs (the manifest
+    parser already requires every input's type), a stated result, declared effects."""
+    problems = []
+    if not manifest.description.strip():
+        problems.append("description: is required")
+    if not manifest.result or not manifest.result.strip():
+        problems.append("result: state what the tool returns (e.g. 'JSON on stdout')")
+    effects = manifest.effects
+    if effects is None:
+        problems.append("effects: declare them, e.g. {filesystem: read, network: false}")
+    else:
+        if effects.filesystem is None:
+            problems.append("effects.filesystem: declare none, read or write")
+        if effects.network is None:
+            problems.append("effects.network: declare true or false")
+    return problems
+
+
+def _recipe_to_expose(library: Library, store: GitStore, tree: ObjectId | None,
+                      name: str) -> tuple[Item, RecipeManifest, str]:
+    item = find_item(store, tree, name)
+    if item.kind != "recipe":
+        raise UsageError(f"{item.path} is a skill; only recipes become tools")
+    if item.state == "draft":
+        raise ConflictError(f"{item.path} is a draft; drafts cannot be exposed",
+                            hint=f"review it and `librarian promote {item.name}` first")
+    content = validate_item(store.read_files(item.tree), library.config().policy,
+                            expected_name=item.name.split(":", 1)[-1], where=item.path)
+    assert isinstance(content.manifest, RecipeManifest)
+    problems = contract_problems(content.manifest)
+    if problems:
+        raise UsageError(
+            f"{item.path} does not state a tool contract: " + "; ".join(problems),
+            hint="a tool needs a description, typed inputs, a result and declared effects; "
+            "revise the recipe",
+        )
+    return item, content.manifest, content.digest
+
+
+def expose(library: Library, recipe: str, *, as_tool: str | None = None,
+           refresh: bool = False) -> Receipt:
+    with mutation(library) as store:
+        base = store.head()
+        tree = store.tree_of(base)
+        item, manifest, digest = _recipe_to_expose(library, store, tree, recipe)
+        tool = check_name(as_tool or item.name.split(":", 1)[-1], "tool name")
+        tools = committed_tools(store, tree)
+        existing = tools.get(tool)
+        if refresh:
+            if existing is None:
+                raise UsageError(f"no tool named {tool!r} to refresh",
+                                 hint=f"expose it: `librarian expose {recipe} --as {tool}`")
+            if existing.recipe != item.path:
+                raise ConflictError(f"tool {tool} exposes {existing.recipe}, not {item.path}",
+                                    hint="withdraw it first to point the name elsewhere")
+            if existing.digest == digest:
+                raise UsageError(f"tool {tool} already pins the current digest of {item.path}",
+                                 hint="nothing to refresh")
+        elif existing is not None:
+            stale = existing.recipe == item.path and existing.digest != digest
+            raise ConflictError(
+                f"the tool name {tool!r} is taken (it exposes {existing.recipe})",
+                hint=(f"after reviewing the change, re-pin it with `librarian expose {recipe} "
+                      f"--as {tool} --refresh`") if stale else "choose another name with --as",
+            )
+        else:
+            limit = library.config().policy.max_exposed_tools
+            if len(tools) >= limit:
+                raise ConflictError(
+                    f"{len(tools)} tools are exposed, the policy limit is {limit}",
+                    hint="withdraw a tool, or raise policy.max_exposed_tools in library.yaml",
+                )
+        tools[tool] = ToolEntry(item.path, digest)
+        verb = "refresh" if refresh else "expose"
+        result = commit_changes(
+            library, store, base=base,
+            subject=f"{verb} tool {tool} ({item.path})",
+            trailers=[
+                ("Librarian-Event", "expose"),
+                ("Librarian-Tool", tool),
+                ("Librarian-Item", item.path),
+                ("Librarian-Digest", digest),
+            ],
+            changes=[FileChange(TOOLS_FILE, dump_tools(tools))],
+        )
+    callable_now, reason = prove_callable(library, item.path, item.tree, manifest)
+    return Receipt(
+        kind="exposed_tool",
+        name=tool,
+        path=item.path,
+        digest=digest,
+        commit=result.commit,
+        details={
+            "callable_now": callable_now,
+            "reason": reason,
+            "refreshed": refresh,
+            "previous_digest": existing.digest if existing is not None else None,
+            "execution": manifest.execution,
+            "environment": manifest.environment,
+            "approved": is_approved(library, item.path, digest),
+        },
+    )
+
+
+def prove_callable(library: Library, path: str, tree: ObjectId,
+                   manifest: RecipeManifest) -> tuple[bool, str | None]:
+    """Whether the exposed tool can run here now, and if not, why."""
+    directory = library.path_of(path)
+    entry = directory.joinpath(*manifest.entrypoint.split("/"))
+    if not entry.is_file() or entry.is_symlink():
+        return False, f"the entrypoint {path}/{manifest.entrypoint} is missing"
+    try:
+        ids = hash_work_dir(directory)
+    except NotRegularFile as exc:
+        return False, f"{exc.path} is not a regular file"
+    if ids is None or ids.tree_sha1 != tree:
+        return False, f"{path} has local edits: the work tree does not match the pinned digest"
+    availability = environment_availability(manifest.environment)
+    if not availability.available:
+        return False, availability.reason
+    return True, None
+
+
+def withdraw(library: Library, tool: str) -> Receipt:
+    with mutation(library) as store:
+        base = store.head()
+        tree = store.tree_of(base)
+        tools = committed_tools(store, tree)
+        existing = tools.pop(tool, None)
+        if existing is None:
+            raise UsageError(f"no tool named {tool!r} is exposed",
+                             hint="`librarian inspect tools` lists the exposed tools")
+        result = commit_changes(
+            library, store, base=base,
+            subject=f"withdraw tool {tool} ({existing.recipe})",
+            trailers=[
+                ("Librarian-Event", "withdraw"),
+                ("Librarian-Tool", tool),
+                ("Librarian-Item", existing.recipe),
+                ("Librarian-Digest", existing.digest),
+            ],
+            changes=[FileChange(TOOLS_FILE, dump_tools(tools))],
+        )
+    return Receipt(
+        kind="withdrawn_tool",
+        name=tool,
+        path=existing.recipe,
+        digest=existing.digest,
+        commit=result.commit,
+        details={"recipe_retained": True,
+                 "note": f"{existing.recipe} stays retained; its history and usage are kept"},
+    )

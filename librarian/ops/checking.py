@@ -1,0 +1,193 @@
+"""``check``: validate the whole library, or what the git index is about to commit.
+
+The pre-commit hook runs ``check --staged`` so commits made with plain git meet the same
+rules as librarian's own: formats, names, bounds, no symlinks or special files, no secrets.
+"""
+
+from __future__ import annotations
+
+import functools
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from librarian.content.validate import validate_item
+from librarian.core.model import (
+    DRAFTS_DIR,
+    KIND_DIRS,
+    MANIFEST_FILES,
+    SOURCES_DIR,
+    ItemFile,
+    Policy,
+)
+from librarian.core.names import name_problem
+from librarian.errors import LibrarianError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
+    TOOLS_FILE,
+    ToolEntry,
+    load_library_config,
+    load_lock,
+    load_tools,
+)
+from librarian.store.gitstore import GitStore, index_entries
+from librarian.store.library import Library
+
+Loader = Callable[[], bytes]
+#: (posix path in the library, git mode, content loader)
+Entry = tuple[str, int, Loader]
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    scope: str  # "work tree" | "index"
+    items: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _work_entries(root: Path) -> Iterable[Entry]:
+    for directory in (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR):
+        base = root / directory
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            st = path.lstat()
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            mode = st.st_mode if not stat.S_ISREG(st.st_mode) else (
+                0o100755 if st.st_mode & stat.S_IXUSR else 0o100644)
+            yield path.relative_to(root).as_posix(), mode, path.read_bytes
+    for name in (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE):
+        path = root / name
+        if path.is_file():
+            yield name, 0o100644, path.read_bytes
+
+
+def _index_entries(
+    library: Library, store: GitStore, index_file: Path | None
+) -> Iterable[Entry]:
+    for path, mode, sha in index_entries(library.root, index_file):
+        yield path, mode, functools.partial(store.read_blob, sha)
+
+
+def _group(entries: Iterable[Entry]) -> tuple[dict[str, list[Entry]], dict[str, Entry], list[str]]:
+    """Split entries into item directories, top-level files and stray paths."""
+    items: dict[str, list[Entry]] = {}
+    top: dict[str, Entry] = {}
+    problems: list[str] = []
+    for entry in entries:
+        path = entry[0]
+        parts = path.split("/")
+        if len(parts) == 1:
+            top[path] = entry
+        elif parts[0] in (*KIND_DIRS.values(), DRAFTS_DIR):
+            if len(parts) == 2:
+                problems.append(f"{path}: only item directories belong in {parts[0]}/")
+            else:
+                items.setdefault("/".join(parts[:2]), []).append(entry)
+        elif parts[0] == SOURCES_DIR:
+            items.setdefault(_managed_root(path), []).append(entry)
+    return items, top, problems
+
+
+def _managed_root(path: str) -> str:
+    """sources/<source>/<upstream path>/<file>: the item is the directory holding the
+    manifest; without knowing it yet, group by the file's parent chain (refined later)."""
+    return path.rsplit("/", 1)[0]
+
+
+def _check_item(path: str, entries: list[Entry], policy: Policy) -> list[str]:
+    files, problems = [], []
+    for entry_path, mode, load in entries:
+        relative = entry_path[len(path) + 1:]
+        if mode not in (0o100644, 0o100755):
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            problems.append(f"{entry_path}: {kind}; items hold regular files only")
+            continue
+        files.append(ItemFile(relative, mode == 0o100755, load()))
+    name = path.rsplit("/", 1)[-1]
+    directory = path.split("/", 1)[0]
+    try:
+        content = validate_item(tuple(sorted(files, key=lambda f: f.path)), policy,
+                                expected_name=name, where=path)
+    except LibrarianError as exc:
+        found = getattr(exc, "problems", ()) or (exc.message,)
+        # Every problem names its library path, so a long `check` report can be acted on:
+        # "SKILL.md: description: …" in skills/x becomes "skills/x/SKILL.md: description: …".
+        known = {f.path for f in files}
+        problems.extend(_qualified(path, p, known) for p in found)
+        return problems
+    if directory in KIND_DIRS.values() and KIND_DIRS[content.kind] != directory:
+        problems.append(f"{path}: a {content.kind} (holds {MANIFEST_FILES[content.kind]}) "
+                        f"does not belong in {directory}/")
+    return problems
+
+
+def _qualified(item_path: str, problem: str, files: set[str]) -> str:
+    if problem.startswith(item_path):
+        return problem
+    head = problem.split(": ", 1)[0]
+    return f"{item_path}/{problem}" if head in files else f"{item_path}: {problem}"
+
+
+def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
+    """Managed items: group files under the nearest ancestor holding a manifest."""
+    manifests = {p for p, entries in items.items() if p.startswith(SOURCES_DIR + "/")
+                 and any(e[0].rsplit("/", 1)[-1] in MANIFEST_FILES.values() for e in entries)}
+    merged: dict[str, list[Entry]] = {}
+    for path, entries in items.items():
+        if not path.startswith(SOURCES_DIR + "/"):
+            merged[path] = entries
+            continue
+        owner = next((m for m in sorted(manifests, key=len, reverse=True)
+                      if path == m or path.startswith(m + "/")), None)
+        if owner is not None:
+            merged.setdefault(owner, []).extend(entries)
+    return merged
+
+
+def check_library(
+    library: Library, *, staged: bool = False, index_file: Path | None = None
+) -> CheckReport:
+    with library.store() as store:
+        entries = list(
+            _index_entries(library, store, index_file) if staged else _work_entries(library.root)
+        )
+        items, top, problems = _group(entries)
+        policy = Policy()
+        if LIBRARY_FILE not in top:
+            problems.append(f"{LIBRARY_FILE}: missing")
+        else:
+            try:
+                policy = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE).policy
+            except LibrarianError as exc:
+                problems.append(exc.message)
+        tools: dict[str, ToolEntry] = {}
+        try:
+            if TOOLS_FILE in top:
+                tools = load_tools(top[TOOLS_FILE][2](), TOOLS_FILE)
+            if LOCK_FILE in top:
+                load_lock(top[LOCK_FILE][2](), LOCK_FILE)
+        except LibrarianError as exc:
+            problems.append(exc.message)
+        items = _merge_managed(items)
+        seen: dict[str, str] = {}
+        for path in sorted(items):
+            problems.extend(_check_item(path, items[path], policy))
+            if path.startswith(SOURCES_DIR + "/"):
+                continue
+            name = path.rsplit("/", 1)[-1]
+            if name_problem(name) is None and name in seen:
+                problems.append(f"{path}: the name {name!r} is already used by {seen[name]}")
+            seen.setdefault(name, path)
+        for tool_name, tool in sorted(tools.items()):
+            if tool.recipe not in items:
+                problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
+                                "which is not in the library")
+    return CheckReport("index" if staged else "work tree", len(items), tuple(problems))

@@ -1,0 +1,84 @@
+"""``init``: a new library from the template, with its first commit."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
+from librarian.core.names import check_name, is_valid_name
+from librarian.core.receipts import Receipt
+from librarian.core.resources import template_dir
+from librarian.errors import ConflictError, UsageError
+from librarian.formats.config import LIBRARY_FILE, dump_library_config, load_library_config
+from librarian.store.gitstore import GitStore
+from librarian.store.library import Library, is_library
+from librarian.store.lock import library_lock
+from librarian.store.txn import FileChange, commit_changes
+
+#: Template entries that are material for demos and tests, not part of a new library.
+_NOT_COPIED = {"examples"}
+
+
+def default_name(path: Path) -> str:
+    candidate = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", path.name.lower())).strip("-")
+    return candidate[:64].strip("-") if is_valid_name(candidate[:64].strip("-")) else "library"
+
+
+def _template_files(name: str) -> list[FileChange]:
+    root = template_dir()
+    changes = []
+    for path in sorted(root.iterdir()):
+        if path.name in _NOT_COPIED or path.name == "__pycache__" or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if path.name == LIBRARY_FILE:
+            config = load_library_config(data, str(path))
+            data = dump_library_config(replace(config, name=name))
+        changes.append(FileChange(path.name, data))
+    return changes
+
+
+def init_library(path: Path, name: str | None = None) -> Receipt:
+    root = path.expanduser().absolute()
+    if is_library(root):
+        raise ConflictError(f"{root} is already a library")
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} exists and is not a directory")
+    if root.is_dir() and any(root.iterdir()):
+        raise UsageError(f"{root} is not empty", hint="choose a new or empty directory")
+    library_name = check_name(name, "library name") if name is not None else default_name(root)
+    changes = _template_files(library_name)
+    created_root = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        GitStore.initialise(root).close()
+        library = Library(root)
+        with library_lock(library.lock_path), library.store() as store:
+            result = commit_changes(
+                library,
+                store,
+                base=None,
+                subject=f"init library {library_name}",
+                trailers=[("Librarian-Event", "init"), ("Librarian-Library", library_name)],
+                changes=changes,
+            )
+        for directory in (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR):
+            (root / directory).mkdir(exist_ok=True)
+    except BaseException:
+        # Nothing half-made stays behind: the directory was new or empty.
+        if created_root:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            for child in root.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+    return Receipt(
+        kind="library",
+        name=library_name,
+        path=str(root),
+        digest=None,
+        commit=result.commit,
+    )

@@ -1,0 +1,244 @@
+"""Changing retained items: ``revise`` (a new revision), ``retire`` and ``restore``.
+
+``retain`` stays create-only; ``revise`` is the explicit way to replace a retained item's
+content. Managed items (``SOURCE:NAME``) are read-only here: they change upstream.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from librarian.content.validate import load_source, validate_item
+from librarian.core.model import KIND_DIRS, MANIFEST_FILES, ItemKind
+from librarian.core.names import check_name
+from librarian.core.receipts import Receipt
+from librarian.errors import ConflictError, UsageError
+from librarian.formats.config import TOOLS_FILE
+from librarian.gate.tools import committed_tools
+from librarian.ops.lifecycle import (
+    committed_digest,
+    exposing_tools,
+    read_base,
+    reason_text,
+    require,
+)
+from librarian.ops.retention import evidence_text, taken_by
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Library
+from librarian.store.txn import DirChange, commit_changes, mutation
+
+
+def _tools_by_recipe(store: GitStore, tree: ObjectId | None) -> dict[str, str]:
+    return {n: t.recipe for n, t in committed_tools(store, tree).items()}
+
+
+def _same_directory(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def revise(
+    library: Library, name: str, source: Path, *, evidence: str | None = None
+) -> Receipt:
+    """Replace a retained item's content with ``source`` (same kind, same name)."""
+    with mutation(library) as store:
+        base, tree = read_base(store)
+        item = require(store, tree, name, "retained", "revise")
+        content = load_source(source, library.config().policy)
+        if content.kind != item.kind:
+            raise UsageError(
+                f"wrong kind: {source} holds a {content.kind} ({MANIFEST_FILES[content.kind]})"
+                f" but {item.name} is a {item.kind}",
+                hint="a revision keeps the item's kind; retain the new content under "
+                "another name instead",
+            )
+        if content.name != item.name:
+            raise UsageError(
+                f"{source} holds the {content.kind} {content.name!r}, not {item.name!r}",
+                hint="a revision keeps the item's name (the 'name:' in its manifest)",
+            )
+        if store.files_tree(content.files) == item.tree:
+            raise UsageError(
+                f"{source} is identical to the retained {item.path}; nothing to revise",
+                hint="edit the content first (see `librarian diff`)",
+            )
+        old = committed_digest(library, store, item.tree)
+        new = content.digest
+        # Revising from the item's own work-tree directory (edited in place) takes those
+        # edits as the new revision instead of refusing them as edits in the way.
+        in_place = _same_directory(source, library.path_of(item.path))
+        result = commit_changes(
+            library,
+            store,
+            base=base,
+            subject=f"revise {item.kind} {item.name}",
+            trailers=[
+                ("Librarian-Event", "revise"),
+                ("Librarian-Item", item.path),
+                ("Librarian-Kind", item.kind),
+                ("Librarian-Previous-Digest", old),
+                ("Librarian-Digest", new),
+                ("Librarian-Evidence", evidence_text(evidence)),
+            ],
+            changes=[DirChange(item.path, content.files)],
+            overwrite_local=in_place,
+        )
+        stale = exposing_tools(_tools_by_recipe(store, tree), item.path)
+    warnings = list(content.warnings)
+    warnings += [
+        f"tool {tool} exposes the previous revision and is now stale: review the change, "
+        f"then re-expose it (`librarian expose {item.name} --as {tool}`)"
+        for tool in stale
+    ]
+    return Receipt(
+        kind=f"revised_{item.kind}",
+        name=item.name,
+        path=item.path,
+        digest=new,
+        commit=result.commit,
+        details={
+            "event": "revise",
+            "previous_digest": old,
+            "evidence": evidence_text(evidence),
+            "activation": "not_requested",
+            "location": str(library.path_of(item.path)),
+        },
+        warnings=tuple(warnings),
+    )
+
+
+def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt:
+    """Remove a retained item in one commit; refused while a tool exposes it."""
+    why = reason_text(reason, required=False)
+    with mutation(library) as store:
+        base, tree = read_base(store)
+        item = require(store, tree, name, "retained", "retire")
+        tools = exposing_tools(_tools_by_recipe(store, tree), item.path)
+        if tools:
+            raise ConflictError(
+                f"{item.name} is exposed as tool {', '.join(tools)} in {TOOLS_FILE}",
+                hint="withdraw it first: "
+                + "; ".join(f"`librarian withdraw {tool}`" for tool in tools),
+            )
+        digest = committed_digest(library, store, item.tree)
+        trailers = [
+            ("Librarian-Event", "retire"),
+            ("Librarian-Item", item.path),
+            ("Librarian-Kind", item.kind),
+            ("Librarian-Digest", digest),
+        ]
+        if why:
+            trailers.append(("Librarian-Reason", why))
+        result = commit_changes(
+            library,
+            store,
+            base=base,
+            subject=f"retire {item.kind} {item.name}",
+            trailers=trailers,
+            changes=[DirChange(item.path, None)],
+        )
+    details: dict[str, object] = {
+        "event": "retire",
+        "hint": f"bring it back with `librarian restore {item.name}`",
+    }
+    if why:
+        details["reason"] = why
+    return Receipt(
+        kind=f"retired_{item.kind}",
+        name=item.name,
+        path=item.path,
+        digest=digest,
+        commit=result.commit,
+        details=details,
+    )
+
+
+def _retained_at(
+    store: GitStore, tree: ObjectId | None, name: str
+) -> tuple[ItemKind, ObjectId] | None:
+    for kind, directory in KIND_DIRS.items():
+        entry = store.lookup(tree, f"{directory}/{name}")
+        if entry is not None:
+            return kind, entry.sha
+    return None
+
+
+def _find_previous(
+    store: GitStore, head: ObjectId | None, name: str, revision: str | None
+) -> tuple[str, ItemKind, ObjectId]:
+    """(commit, kind, item tree) of the content to restore."""
+    if revision is not None:
+        commit = store.resolve(revision)
+        found = _retained_at(store, store.commit(commit).tree, name)
+        if found is None:
+            raise UsageError(
+                f"{revision} holds no retained item named {name!r}",
+                hint=f"`librarian log {name}` lists the commits that touched it",
+            )
+        return commit.decode(), found[0], found[1]
+    for info in store.walk_log(head):
+        found = _retained_at(store, info.tree, name)
+        if found is not None:
+            return info.id.decode(), found[0], found[1]
+    raise UsageError(
+        f"no retained item named {name!r} in this library's history",
+        hint="`librarian log` lists retention events",
+    )
+
+
+def restore(
+    library: Library,
+    name: str,
+    *,
+    revision: str | None = None,
+    evidence: str | None = None,
+) -> Receipt:
+    """Bring back the last retained content of ``name`` (or the one at ``revision``)."""
+    check_name(name, "item name")
+    with mutation(library) as store:
+        base, tree = read_base(store)
+        existing = taken_by(store, tree, name)
+        if existing is not None:
+            raise ConflictError(
+                f"the name {name!r} is taken by {existing}",
+                hint="restore brings back a retired item; to go back to an earlier revision "
+                "of a retained one, use `librarian revise`",
+            )
+        commit, kind, item_tree = _find_previous(store, base, name, revision)
+        path = f"{KIND_DIRS[kind]}/{name}"
+        content = validate_item(
+            store.read_files(item_tree), library.config().policy, expected_name=name,
+            where=f"{path} at {commit[:12]}",
+        )
+        digest = content.digest
+        result = commit_changes(
+            library,
+            store,
+            base=base,
+            subject=f"restore {kind} {name}",
+            trailers=[
+                ("Librarian-Event", "restore"),
+                ("Librarian-Item", path),
+                ("Librarian-Kind", kind),
+                ("Librarian-Digest", digest),
+                ("Librarian-Restored-From", commit),
+                ("Librarian-Evidence", evidence_text(evidence)),
+            ],
+            changes=[DirChange(path, content.files)],
+        )
+    return Receipt(
+        kind=f"restored_{kind}",
+        name=name,
+        path=path,
+        digest=digest,
+        commit=result.commit,
+        details={
+            "event": "restore",
+            "restored_from": commit,
+            "activation": "not_requested",
+            "location": str(library.path_of(path)),
+        },
+        warnings=content.warnings,
+    )

@@ -1,0 +1,192 @@
+"""``status``: what in the work tree differs from the committed library.
+
+Compares SHA-1 tree ids (read from HEAD in one pass) with the work tree's ids (from the stat
+cache, re-reading only directories whose files changed), so a clean library of 10,000
+items is checked without reading a single file's content.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS
+from librarian.errors import UsageError
+from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
+from librarian.gate.tools import committed_tools, tool_state
+from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
+from librarian.store.library import Item, Library, committed_items
+from librarian.store.statcache import DigestCache, SpecialFileError, WorkTreeCache
+
+State = Literal["clean", "modified", "missing", "untracked"]
+TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
+
+
+@dataclass(frozen=True)
+class ItemStatus:
+    name: str
+    kind: str
+    state: str  # retained | draft | managed | untracked
+    path: str
+    status: State
+    digest: str | None  # what the work tree holds now
+    committed: str | None  # what the last commit holds
+
+
+@dataclass(frozen=True)
+class ToolStatus:
+    name: str
+    recipe: str
+    pinned: str
+    status: Literal["ok", "stale"]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    path: str
+    status: State
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    items: tuple[ItemStatus, ...]
+    tools: tuple[ToolStatus, ...]
+    files: tuple[FileStatus, ...]
+
+    @property
+    def clean(self) -> bool:
+        return (
+            all(i.status == "clean" for i in self.items)
+            and all(t.status == "ok" for t in self.tools)
+            and all(f.status == "clean" for f in self.files)
+        )
+
+    def changed(self) -> tuple[ItemStatus, ...]:
+        return tuple(i for i in self.items if i.status != "clean")
+
+
+def _work_entries(library: Library) -> tuple[set[str], list[str]]:
+    """Library paths under skills/, recipes/ and drafts/: the directories (items) and
+    anything else (strays). One scandir each, no stat."""
+    dirs: set[str] = set()
+    strays: list[str] = []
+    for top in (*KIND_DIRS.values(), DRAFTS_DIR):
+        try:
+            with os.scandir(library.root / top) as entries:
+                for entry in entries:
+                    path = f"{top}/{entry.name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.add(path)
+                    else:
+                        strays.append(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return dirs, sorted(strays)
+
+
+def _is_real_dir(library: Library, path: str) -> bool:
+    """A directory, not a symlink to one (a linked item is never clean)."""
+    try:
+        return stat.S_ISDIR(library.path_of(path).lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _exists(library: Library, path: str) -> bool:
+    target = library.path_of(path)
+    return target.exists() or target.is_symlink()
+
+
+def library_status(library: Library) -> StatusReport:
+    with library.store() as store:
+        head = store.head()
+        tree = store.tree_of(head)
+        items = list(committed_items(store, tree))
+        work_cache = WorkTreeCache(library.cache_dir)
+        digests = DigestCache(library.cache_dir)
+        present, strays = _work_entries(library)
+        # A file where only item directories belong, which no commit holds, is untracked
+        # (`check` says why it does not belong).
+        untracked = tuple(FileStatus(path, "untracked") for path in strays
+                          if store.lookup(tree, path) is None)
+        report = StatusReport(
+            items=tuple(_item_statuses(library, store, items, present, work_cache, digests)),
+            tools=tuple(_tool_statuses(library, store, tree, digests)),
+            files=(*_file_statuses(library, store, tree), *untracked),
+        )
+        work_cache.save()
+        digests.save()
+    return report
+
+
+def _item_statuses(
+    library: Library,
+    store: GitStore,
+    items: Iterable[Item],
+    present: set[str],
+    work_cache: WorkTreeCache,
+    digests: DigestCache,
+) -> Iterable[ItemStatus]:
+    committed_paths = set()
+    root = str(library.root)
+    for item in items:
+        committed_paths.add(item.path)
+        is_dir = item.path in present or (
+            item.state == "managed" and _is_real_dir(library, item.path))
+        try:
+            work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
+        except SpecialFileError:
+            work = None
+        if work is not None and work.tree_sha1 == item.tree:
+            digests.remember(item.tree, work.digest)
+            yield ItemStatus(item.name, item.kind, item.state, item.path, "clean",
+                             work.digest, work.digest)
+            continue
+        status: State = "modified" if _exists(library, item.path) else "missing"
+        committed = _committed_digest(store, digests, item.tree)
+        yield ItemStatus(item.name, item.kind, item.state, item.path, status,
+                         work.digest if work else None, committed)
+    for path in sorted(present - committed_paths):
+        try:
+            work = work_cache.item_hash(path, f"{root}/{path}")
+        except SpecialFileError:
+            work = None
+        kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
+        yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",
+                         work.digest if work else None, None)
+
+
+def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> str | None:
+    try:
+        return digests.digest(store, tree)
+    except UsageError:  # a symlink committed by plain git: `check` reports it
+        return None
+
+
+def _tool_statuses(
+    library: Library, store: GitStore, tree: ObjectId | None, digests: DigestCache
+) -> Iterable[ToolStatus]:
+    for name, tool in sorted(committed_tools(store, tree).items()):
+        state = tool_state(store, tree, tool, digests)
+        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
+
+
+def _file_statuses(
+    library: Library, store: GitStore, tree: ObjectId | None
+) -> Iterable[FileStatus]:
+    for name in TOP_FILES:
+        entry = store.lookup(tree, name)
+        path = library.root / name
+        if entry is None:
+            if path.exists():
+                yield FileStatus(name, "untracked")
+            continue
+        if not path.is_file() or path.is_symlink():
+            yield FileStatus(name, "missing" if not path.exists() else "modified")
+            continue
+        same = blob_sha1(path.read_bytes()) == entry.sha
+        yield FileStatus(name, "clean" if same else "modified")

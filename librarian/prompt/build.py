@@ -1,0 +1,132 @@
+"""Building the agent registry from a committed tree (a cache miss of ``prompt``).
+
+Only manifests are read: SKILL.md of each listed skill (once per item tree id, see
+``prompt.ItemSummaries``), recipe.yaml of recipes, and the bodies of resident skills.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from librarian.core.model import MANIFEST_FILES, RecipeManifest
+from librarian.errors import UsageError
+from librarian.formats.config import LIBRARY_FILE, load_library_config
+from librarian.formats.recipe import parse_recipe
+from librarian.formats.skillmd import parse_skill_md
+from librarian.gate.tools import ToolContract, tool_contracts
+from librarian.prompt.registry import (
+    ItemSummaries,
+    RecipeEntry,
+    Registry,
+    ResidentSkill,
+    SkillEntry,
+)
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Item, Library, committed_items
+
+
+def summarize(store: GitStore, item: Item) -> dict[str, Any]:
+    """What the registry needs from an item's manifest, or ``{"kind": "invalid", …}``."""
+    manifest_file = MANIFEST_FILES[item.kind]
+    entry = store.lookup(item.tree, manifest_file)
+    expected = item.name.split(":", 1)[-1]
+    try:
+        if entry is None:
+            raise UsageError(f"holds no {manifest_file}")
+        data = store.read_blob(entry.sha)
+        if item.kind == "skill":
+            skill = parse_skill_md(data, f"{item.path}/{manifest_file}")
+            if skill.name != expected:
+                raise UsageError(f"name {skill.name!r} does not match the directory")
+            return {"kind": "skill", "name": skill.name, "description": skill.description}
+        recipe = parse_recipe(data, f"{item.path}/{manifest_file}")
+        if recipe.name != expected:
+            raise UsageError(f"name {recipe.name!r} does not match the directory")
+        return {"kind": "recipe", **_recipe_summary(recipe)}
+    except UsageError as exc:
+        return {"kind": "invalid", "problem": exc.message}
+
+
+def _recipe_summary(recipe: RecipeManifest) -> dict[str, Any]:
+    effects = None
+    if recipe.effects is not None:
+        effects = {k: v for k, v in (("filesystem", recipe.effects.filesystem),
+                                     ("network", recipe.effects.network)) if v is not None}
+    return {
+        "name": recipe.name,
+        "description": recipe.description,
+        "execution": recipe.execution,
+        "environment": recipe.environment,
+        "inputs": [
+            {"name": i.name, "type": i.type, "required": i.required, "default": i.default,
+             "description": i.description}
+            for i in recipe.inputs
+        ],
+        "result": recipe.result,
+        "effects": effects,
+        "timeout": recipe.timeout,
+    }
+
+
+def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> Registry:
+    entry = store.lookup(tree, LIBRARY_FILE)
+    config = load_library_config(store.read_blob(entry.sha), LIBRARY_FILE) if entry else None
+    hidden = set(config.hidden) if config else set()
+    residents = set(config.resident) if config else set()
+    summaries = ItemSummaries(library)
+    skills: list[SkillEntry] = []
+    resident: list[ResidentSkill] = []
+    recipes: list[RecipeEntry] = []
+    hidden_found: list[str] = []
+    problems: list[str] = []
+    for item in committed_items(store, tree):
+        if item.state == "draft":
+            continue  # never listed to the agent
+        summary = summaries.summary(store, item)
+        if summary["kind"] == "invalid":
+            problems.append(f"{item.path}: not listed: {summary['problem']}")
+            continue
+        if item.kind == "recipe":
+            recipes.append(RecipeEntry(item.name, summary["environment"], summary["execution"],
+                                       item.state))
+            continue
+        if item.name in hidden:
+            hidden_found.append(item.name)
+            continue
+        location = str(library.path_of(item.path) / MANIFEST_FILES["skill"])
+        is_resident = item.name in residents
+        skills.append(SkillEntry(item.name, summary["description"], location, item.state,
+                                 is_resident))
+        if is_resident:
+            resident.append(ResidentSkill(item.name, location, _body(store, item)))
+    for name in sorted(residents - {s.name for s in skills} - hidden):
+        problems.append(f"library.yaml: resident skill {name!r} is not in the library")
+    tools = _tools(library, store, tree, summaries)
+    summaries.save()
+    return Registry(
+        tree=tree.decode() if tree else None,
+        skills=tuple(skills),
+        resident=tuple(resident),
+        recipes=tuple(recipes),
+        tools=tools,
+        hidden=tuple(hidden_found),
+        problems=tuple(problems),
+    )
+
+
+def _body(store: GitStore, item: Item) -> str:
+    entry = store.lookup(item.tree, MANIFEST_FILES["skill"])
+    if entry is None:
+        return ""
+    return parse_skill_md(store.read_blob(entry.sha), item.path).body
+
+
+def _tools(
+    library: Library,
+    store: GitStore,
+    tree: ObjectId | None,
+    summaries: ItemSummaries,
+) -> tuple[ToolContract, ...]:
+    """The exposed tools with their contracts (``tools.tool_contracts``), the recipes'
+    manifests read through the registry's summary cache."""
+    return tool_contracts(library, store, tree, lambda item: summaries.summary(store, item))

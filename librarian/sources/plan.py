@@ -1,0 +1,256 @@
+"""Planning an update: per item of a source, add, update, remove, keep or conflict.
+
+The plan compares three states of every item: *locked* (its tree in the base commit,
+pinned by ``librarian.lock``), *upstream* (the fetched, filtered, validated tree,
+``librarian.sources.upstream``) and *work* (the work tree, through the stat cache). Planning reads
+only committed configuration: the sources and the policy come from the base commit's
+``library.yaml``, never from the work tree, so an uncommitted edit can neither add nor
+redirect a source. Applying a plan is ``librarian.sources.update``'s.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from librarian.content.worktree import ItemHash
+from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
+from librarian.errors import UsageError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
+    LibraryConfig,
+    LockedSource,
+    SourceConfig,
+    load_library_config,
+    load_lock,
+)
+from librarian.sources.upstream import (
+    Collection,
+    Skipped,
+    collection_path,
+    find_item_trees,
+    read_collection,
+)
+from librarian.store.gitremote import strip_credentials
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Library
+from librarian.store.statcache import SpecialFileError, WorkTreeCache
+
+SOURCE_REF_PREFIX = "refs/librarian/sources/"
+Action = Literal["add", "update", "remove", "keep", "conflict"]
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    name: str  # SOURCE:NAME
+    path: str  # upstream path
+    library_path: str  # sources/<source>/<upstream path>
+    action: Action
+    locked: str | None  # digest in librarian.lock
+    upstream: str | None  # digest upstream (None: gone or skipped upstream)
+    work: str | None  # digest of the work tree (None: missing)
+    local_edit: bool
+    reason: str
+    #: the admitted upstream tree (hex): the upstream item without what retain would ignore
+    upstream_tree: str | None = None
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    source: str
+    url: str  # credentials stripped
+    ref: str
+    old_commit: str | None
+    new_commit: str
+    items: tuple[PlannedItem, ...]
+    skipped: tuple[Skipped, ...]
+    filtered_out: int
+
+    @property
+    def changes(self) -> tuple[PlannedItem, ...]:
+        return tuple(i for i in self.items if i.action in ("add", "update", "remove"))
+
+    @property
+    def conflicts(self) -> tuple[PlannedItem, ...]:
+        return tuple(i for i in self.items if i.action == "conflict")
+
+    @property
+    def kept_edits(self) -> tuple[PlannedItem, ...]:
+        return tuple(i for i in self.items if i.action == "keep" and i.local_edit)
+
+    def counts(self) -> dict[str, int]:
+        out = {a: 0 for a in ("add", "update", "remove", "keep", "conflict")}
+        for item in self.items:
+            out[item.action] += 1
+        return out
+
+
+def source_ref(source: str) -> bytes:
+    return (SOURCE_REF_PREFIX + source).encode()
+
+
+def committed_library_yaml(store: GitStore, tree: ObjectId | None) -> bytes:
+    """``library.yaml`` as committed in ``tree`` (what update and source commands trust)."""
+    entry = store.lookup(tree, LIBRARY_FILE)
+    if entry is None:
+        raise UsageError(f"{LIBRARY_FILE} is not committed", hint="restore it with git")
+    return store.read_blob(entry.sha)
+
+
+def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig:
+    return load_library_config(committed_library_yaml(store, tree))
+
+
+def committed_lock(store: GitStore, tree: ObjectId | None) -> dict[str, LockedSource]:
+    entry = store.lookup(tree, LOCK_FILE)
+    return load_lock(store.read_blob(entry.sha)) if entry is not None else {}
+
+
+def installed_items(store: GitStore, root_tree: ObjectId | None,
+                    source: str) -> dict[str, tuple[ObjectId, ItemKind]]:
+    """upstream path -> (tree id, kind) of the items of ``source`` in ``root_tree``."""
+    entry = store.lookup(root_tree, collection_path(source))
+    if entry is None or not stat.S_ISDIR(entry.mode):
+        return {}
+    out: dict[str, tuple[ObjectId, ItemKind]] = {}
+    for path, tree, _ in find_item_trees(store, entry.sha):
+        entries = store.tree_items(tree)
+        kind: ItemKind = "skill" if MANIFEST_FILES["skill"] in entries else "recipe"
+        out[path] = (tree, kind)
+    return out
+
+
+def _installed_from_lock(
+    store: GitStore, root_tree: ObjectId | None, source: str, pins: Mapping[str, str]
+) -> dict[str, ObjectId]:
+    """upstream path -> committed tree id of each item the lock says is installed (the lock
+    is the record of what an update installed; one lookup per item, no tree walk)."""
+    out = {}
+    for path in pins:
+        entry = store.lookup(root_tree, collection_path(source, path))
+        if entry is not None and stat.S_ISDIR(entry.mode):
+            out[path] = entry.sha
+    return out
+
+
+def plan_source(
+    library: Library,
+    store: GitStore,
+    base_tree: ObjectId | None,
+    name: str,
+    source: SourceConfig,
+    locked: LockedSource | None,
+    upstream_commit: ObjectId,
+    policy: Policy,
+) -> SourcePlan:
+    pins = dict(locked.items) if locked else {}
+    installed = _installed_from_lock(store, base_tree, name, pins)
+    collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
+                                 {p: (t, pins[p]) for p, t in installed.items()})
+    work_cache = WorkTreeCache(library.cache_dir)
+    items = [
+        _plan_item(library, work_cache, name, path, installed.get(path), pins.get(path),
+                   collection)
+        for path in sorted(set(installed) | set(collection.items))
+    ]
+    work_cache.save(partial=True)
+    return SourcePlan(
+        source=name,
+        url=strip_credentials(source.url),
+        ref=source.ref,
+        old_commit=locked.commit if locked else None,
+        new_commit=upstream_commit.decode(),
+        items=tuple(items),
+        skipped=collection.skipped,
+        filtered_out=len(collection.filtered_out),
+    )
+
+
+def _work_hash(
+    library: Library, cache: WorkTreeCache, library_path: str
+) -> ItemHash | None | str:
+    """The work tree's ids at ``library_path``: None when missing, "special" when it holds a
+    link or special file (never equal to anything)."""
+    target = library.path_of(library_path)
+    try:
+        mode = target.lstat().st_mode  # one stat: this runs for every managed item
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # the item, or a directory above it, is gone
+    except OSError:
+        return "special"  # e.g. a symlink loop above it
+    if not stat.S_ISDIR(mode):
+        return "special"
+    try:
+        return cache.item_hash(library_path, str(target))
+    except SpecialFileError:
+        return "special"
+
+
+def _plan_item(
+    library: Library,
+    cache: WorkTreeCache,
+    source: str,
+    path: str,
+    installed: ObjectId | None,
+    pin: str | None,
+    collection: Collection,
+) -> PlannedItem:
+    library_path = collection_path(source, path)
+    upstream = collection.items.get(path)
+    work = _work_hash(library, cache, library_path)
+    work_tree = work.tree_sha1 if isinstance(work, ItemHash) else None
+    work_digest = work.digest if isinstance(work, ItemHash) else None
+    missing = work is None
+    committed = installed
+    # A local edit is content that differs from what was installed: from the committed
+    # tree (an uncommitted edit) or from the locked digest (an edit committed with git).
+    local_edit = installed is not None and not missing and (
+        work_tree != committed or (pin is not None and work_digest != pin))
+    up_digest = upstream.digest if upstream else None
+
+    def planned(action: Action, reason: str, edit: bool = local_edit) -> PlannedItem:
+        return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, action,
+                           pin, up_digest, work_digest, edit, reason,
+                           upstream.tree.decode() if upstream else None)
+
+    if installed is None:
+        assert upstream is not None
+        if missing:
+            return planned("add", "new upstream", False)
+        if work_tree == upstream.tree:
+            return planned("add", "new upstream (the work tree already holds it)", False)
+        return planned("conflict", "untracked content in the way of a new upstream item", True)
+    if upstream is None:
+        gone = "skipped upstream (invalid)" if any(
+            s.path == path for s in collection.skipped) else "removed upstream"
+        if not local_edit:
+            return planned("remove", gone)
+        return planned("conflict", f"local edit, {gone}")
+    unchanged_upstream = up_digest == pin if pin is not None else upstream.tree == committed
+    if unchanged_upstream:
+        if local_edit:
+            return planned("keep", "local edit kept (upstream unchanged)")
+        if missing:
+            return planned("keep", "missing locally (upstream unchanged)")
+        return planned("keep", "unchanged")
+    if not local_edit:
+        return planned("update", "changed upstream" + (" (restores the missing item)"
+                                                       if missing else ""))
+    if work_tree == upstream.tree:
+        return planned("update", "changed upstream (the local edit already matches)", False)
+    return planned("conflict", "local edit, changed upstream")
+
+
+def skip_warnings(plans: Iterable[SourcePlan]) -> Iterable[str]:
+    for plan in plans:
+        for skipped in plan.skipped:
+            yield f"{plan.source}: skipped {skipped.path}: " + "; ".join(skipped.problems)
+
+
+def lock_entry(plan: SourcePlan) -> LockedSource:
+    items = {i.path: i.upstream for i in plan.items
+             if i.action != "remove" and i.upstream is not None}
+    return LockedSource(url=plan.url, ref=plan.ref, commit=plan.new_commit, items=items)

@@ -1,0 +1,260 @@
+"""``source add``, ``source list``, ``source remove``: subscriptions in library.yaml.
+
+Adding a source is one commit to ``library.yaml``; nothing is fetched until ``update``.
+Removing one is one commit that drops the subscription, its pin in ``librarian.lock`` and
+its managed collection under ``sources/<name>/``; local edits there refuse the removal
+(exit 3) unless ``force``, which backs them up first (``librarian.sources.backups``); a tool
+exposing one of its recipes refuses it (exit 3) until the tool is withdrawn. Every command
+reads the committed ``library.yaml``, never the work tree's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from librarian.core.names import check_name
+from librarian.core.receipts import Receipt
+from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
+    TOOLS_FILE,
+    SourceConfig,
+    dump_library_config,
+    dump_lock,
+    load_library_config,
+    load_lock,
+    load_tools,
+)
+from librarian.sources.backups import back_up
+from librarian.sources.plan import (
+    SOURCE_REF_PREFIX,
+    committed_config,
+    committed_library_yaml,
+    committed_lock,
+    installed_items,
+    source_ref,
+)
+from librarian.sources.upstream import collection_path, compile_patterns
+from librarian.store.gitremote import parse_remote, strip_credentials, url_problem
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Library
+from librarian.store.statcache import SpecialFileError, WorkTreeCache
+from librarian.store.txn import DirChange, FileChange, check_unmodified, commit_changes, mutation
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCP_LIKE = re.compile(r"^[^/:]+:")  # [user@]host:path, as dulwich reads it
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    name: str
+    url: str  # credentials stripped
+    ref: str
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    commit: str | None  # the installed upstream commit (librarian.lock)
+    items: int
+    fetched: str | None  # what refs/librarian/sources/<name> names
+
+
+def normalise_url(url: str) -> str:
+    """Local paths become absolute (the library may be used from anywhere); URLs stay."""
+    url = url.strip()
+    if not url:
+        raise UsageError("the URL is empty")
+    if _SCHEME.match(url) or _SCP_LIKE.match(url):
+        problem = url_problem(url)
+        if problem is not None:  # the message never shows a secret the URL holds
+            shown = strip_credentials(url) if parse_remote(url) is not None else "the URL"
+            raise UsageError(
+                f"{shown}: {problem}",
+                hint="a URL is a local path, file://, git://, http(s):// or ssh; credentials "
+                "belong in an ssh key or a git credential helper, never in the URL",
+            )
+        return url
+    path = Path(url).expanduser()
+    if not path.exists():
+        raise UsageError(f"{url} is neither a git URL nor an existing local repository",
+                         hint="a URL is a local path, file://, git://, http(s):// or ssh")
+    return str(path.absolute())
+
+
+def _committed(store: GitStore) -> tuple[ObjectId | None, ObjectId | None, bytes]:
+    base = store.head()
+    tree = store.tree_of(base)
+    return base, tree, committed_library_yaml(store, tree)
+
+
+def refuse_trust(trust: tuple[str, ...]) -> None:
+    """``trust:`` keys demand signed releases (spec §7), which this version cannot verify;
+    a subscription that ``update`` would have to refuse is not recorded at all."""
+    if trust:
+        raise TrustError(
+            "signed releases (--trust) are not supported by this version of librarian, and "
+            "librarian will not install unverified content for a source that demands it; "
+            "nothing was changed",
+            hint="add the source without --trust to follow it unverified, or upgrade "
+            "librarian",
+        )
+
+
+def add_source(
+    library: Library,
+    name: str,
+    url: str,
+    *,
+    ref: str = "main",
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    trust: tuple[str, ...] = (),
+) -> Receipt:
+    refuse_trust(trust)
+    check_name(name, "source name")
+    url = normalise_url(url)
+    if not ref.strip() or any(c in ref for c in " ~^:?*[\\") or ".." in ref:
+        raise UsageError(f"invalid ref {ref!r}")
+    compile_patterns(include, "include")
+    compile_patterns(exclude, "exclude")
+    with mutation(library) as store:
+        base, tree, data = _committed(store)
+        config = load_library_config(data)
+        if name in config.sources:
+            raise ConflictError(f"the source name {name!r} is taken",
+                                hint="`librarian source list`; remove it first or pick another")
+        if store.lookup(tree, collection_path(name)) is not None:
+            raise ConflictError(f"{collection_path(name)} already exists in the library")
+        source = SourceConfig(url=url, ref=ref, include=include, exclude=exclude)
+        sources = dict(config.sources)
+        sources[name] = source
+        new_data = dump_library_config(replace(config, sources=sources))
+        result = commit_changes(
+            library, store, base=base, subject=f"source-add {name}",
+            trailers=[("Librarian-Event", "source-add"), ("Librarian-Source", name),
+                      ("Librarian-Url", strip_credentials(url)), ("Librarian-Ref", ref)],
+            changes=[FileChange(LIBRARY_FILE, new_data)],
+        )
+    return Receipt(
+        kind="source_added", name=name, path=collection_path(name), digest=None,
+        commit=result.commit,
+        details={"url": strip_credentials(url), "ref": ref, "include": list(include),
+                 "exclude": list(exclude), "note": "nothing fetched yet: run `librarian update "
+                 f"{name}`"},
+    )
+
+
+def list_sources(library: Library) -> tuple[SourceInfo, ...]:
+    """The committed subscriptions (what ``update`` follows) with their pins."""
+    with library.store() as store:
+        head = store.head()
+        tree = store.tree_of(head)
+        config = committed_config(store, tree)
+        locked = committed_lock(store, tree)
+        fetched = store.refs_under(SOURCE_REF_PREFIX.encode())
+        out = []
+        for name, source in sorted(config.sources.items()):
+            pin = locked.get(name)
+            ref = fetched.get(source_ref(name))
+            out.append(SourceInfo(name, strip_credentials(source.url), source.ref,
+                                  source.include, source.exclude,
+                                  pin.commit if pin else None, len(pin.items) if pin else 0,
+                                  ref.decode() if ref else None))
+    return tuple(out)
+
+
+def remove_source(library: Library, name: str, *, force: bool = False) -> Receipt:
+    with mutation(library) as store:
+        base, tree, data = _committed(store)
+        config = load_library_config(data)
+        if name not in config.sources:
+            raise UsageError(f"no source named {name!r}", hint="`librarian source list`")
+        _refuse_exposed(store, tree, name)
+        edited = local_edits(library, store, tree, name)
+        backup = None
+        if edited:
+            if not force:
+                raise ConflictError(
+                    f"{name} holds local edits: {', '.join(edited)}; nothing was changed",
+                    hint="rerun with --force to back them up and remove the source",
+                )
+            backup = back_up(library, store, base, name, edited, f"source-remove {name}")
+        sources = {k: v for k, v in config.sources.items() if k != name}
+        changes: list[DirChange | FileChange] = [
+            FileChange(LIBRARY_FILE, dump_library_config(replace(config, sources=sources))),
+            DirChange(collection_path(name), None),
+        ]
+        lock_entry = store.lookup(tree, LOCK_FILE)
+        if lock_entry is not None:
+            locked = load_lock(store.read_blob(lock_entry.sha))
+            if name in locked:
+                del locked[name]
+                changes.append(FileChange(LOCK_FILE, dump_lock(locked)))
+        trailers = [("Librarian-Event", "source-remove"), ("Librarian-Source", name)]
+        if backup is not None:
+            trailers.append(("Librarian-Backup", backup.ref))
+        for change in changes:
+            if isinstance(change, FileChange):  # the collection was judged item by item
+                check_unmodified(library, store, tree, change)
+        result = commit_changes(library, store, base=base, subject=f"source-remove {name}",
+                                trailers=trailers, changes=changes, overwrite_local=True)
+        fetched = store.ref(source_ref(name))
+        if fetched is not None:
+            store.delete_ref(source_ref(name))
+    details: dict[str, object] = {"url": strip_credentials(config.sources[name].url)}
+    if backup is not None:
+        details.update(backup=backup.ref, restore=list(backup.restore))
+    return Receipt(kind="source_removed", name=name, path=collection_path(name), digest=None,
+                   commit=result.commit, details=details)
+
+
+def _refuse_exposed(store: GitStore, tree: ObjectId | None, name: str) -> None:
+    """Tools in tools.yaml pointing into the collection would dangle once it is gone."""
+    entry = store.lookup(tree, TOOLS_FILE)
+    if entry is None:
+        return
+    inside = collection_path(name) + "/"
+    tools = sorted(tool for tool, spec in load_tools(store.read_blob(entry.sha)).items()
+                   if spec.recipe.startswith(inside))
+    if tools:
+        raise ConflictError(
+            f"{name}'s collection holds recipes exposed as tool {', '.join(tools)} in "
+            f"{TOOLS_FILE}; nothing was changed",
+            hint="withdraw " + ("it" if len(tools) == 1 else "them") + " first: "
+            + "; ".join(f"`librarian withdraw {tool}`" for tool in tools),
+        )
+
+
+def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
+                source: str) -> list[str]:
+    """Library paths of the source's items whose work tree differs from the commit, plus
+    anything untracked inside the collection."""
+    cache = WorkTreeCache(library.cache_dir)
+    edited = []
+    installed = installed_items(store, tree, source)
+    for path, (committed, _) in installed.items():
+        library_path = collection_path(source, path)
+        target = library.path_of(library_path)
+        if not target.exists():
+            continue
+        try:
+            work = cache.item_hash(library_path, str(target))
+        except SpecialFileError:
+            work = None
+        if work is None or work.tree_sha1 != committed:
+            edited.append(library_path)
+    root = library.path_of(collection_path(source))
+    if root.is_dir():
+        for directory, _, files in _walk(root):
+            rel = directory.relative_to(library.root).as_posix()
+            inside = any(rel == p or rel.startswith(p + "/") for p in
+                         (collection_path(source, i) for i in installed))
+            if files and not inside:
+                edited.append(rel)
+    return sorted(dict.fromkeys(edited))
+
+
+def _walk(root: Path) -> list[tuple[Path, list[str], list[str]]]:
+    return [(Path(d), dirs, files) for d, dirs, files in os.walk(root)]

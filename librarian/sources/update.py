@@ -1,0 +1,331 @@
+"""``outdated`` and ``update``: fetch, plan, back up, stage, swap, lock, commit once.
+
+1. Read the sources and the policy from the base commit's ``library.yaml`` (never the work
+   tree's), refuse a source that demands signed releases (``trust:``; not supported yet).
+2. Fetch each source's ref into ``refs/librarian/sources/<name>`` (only the previously
+   fetched commit is offered as common history).
+3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
+   keep (a local edit to an item upstream did not change is kept), conflict
+   (``librarian.sources.plan``).
+4. Conflicts refuse the update (exit 3) unless ``--force``, which first backs up every
+   local edit it overwrites (``librarian.sources.backups``).
+5. One journaled transaction (``txn.commit_changes``): the new collection tree is built
+   from the fetched tree objects (unchanged items are reused by id), changed items are
+   staged and verified against the plan, swapped in with renames, ``librarian.lock`` is
+   rewritten, and the branch moves once. Recovery is the transaction's (docs/sources.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from librarian.core.digest import MODE_FILE, MODE_TREE
+from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
+    LibraryConfig,
+    LockedSource,
+    SourceConfig,
+    dump_lock,
+)
+from librarian.gate.tools import committed_tools
+from librarian.sources.backups import Backup, back_up
+from librarian.sources.plan import (
+    SOURCE_REF_PREFIX,
+    Action,
+    PlannedItem,
+    SourcePlan,
+    committed_config,
+    committed_library_yaml,
+    committed_lock,
+    installed_items,
+    lock_entry,
+    plan_source,
+    skip_warnings,
+    source_ref,
+)
+from librarian.sources.upstream import collection_path
+from librarian.store.gitremote import fetch_ref, strip_credentials
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, make_tree
+from librarian.store.library import Library
+from librarian.store.txn import (
+    FileChange,
+    TreeChange,
+    check_unmodified,
+    commit_changes,
+    crash_point,
+    mutation,
+)
+
+__all__ = [
+    "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
+    "installed_items", "outdated", "source_ref", "update",
+]
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class UpdateReport:
+    kind: str  # "update" or "outdated"
+    plans: tuple[SourcePlan, ...]
+    commit: str | None
+    dry_run: bool = False
+    forced: bool = False
+    up_to_date: bool = False
+    backups: tuple[Backup, ...] = ()
+    stale_tools: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+class UpdateConflict(ConflictError):
+    """Local edits stand in the way. The message lists every conflict (it is the one line
+    ``cli.main`` prints); ``plans`` holds the full plan for callers that show it."""
+
+    def __init__(self, plans: tuple[SourcePlan, ...]) -> None:
+        conflicts = [c for p in plans for c in p.conflicts]
+        listed = "; ".join(f"{c.name} at {c.library_path} ({c.reason})" for c in conflicts)
+        super().__init__(
+            f"update refused: {len(conflicts)} conflict(s) with local edits, nothing was "
+            f"changed: {listed}",
+            hint="keep your edit elsewhere (`librarian retain` a copy under a new name) or "
+            "rerun with --force: local edits are backed up first and can be restored; "
+            "`librarian update --dry-run` shows the whole plan",
+            details={"plans": plans},
+        )
+        self.plans = plans
+
+
+def outdated(library: Library, names: Sequence[str] = (), *,
+             progress: Progress | None = None) -> UpdateReport:
+    """Fetch and plan; changes nothing in the work tree or on the branch."""
+    report = update(library, names, dry_run=True, progress=progress)
+    return UpdateReport("outdated", report.plans, None, dry_run=True,
+                        up_to_date=report.up_to_date, warnings=report.warnings)
+
+
+def update(
+    library: Library,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> UpdateReport:
+    with mutation(library) as store:
+        base = store.head()
+        base_tree = store.tree_of(base)
+        # The committed library.yaml, never the work tree's: an uncommitted edit can
+        # neither add a source nor redirect one (nor loosen the policy).
+        config = committed_config(store, base_tree)
+        notes = _uncommitted_config_note(library, store, base_tree)
+        if not config.sources and not names:
+            return UpdateReport("update", (), None, dry_run=dry_run, up_to_date=True,
+                                warnings=notes)
+        chosen = _choose(config.sources, names)
+        _refuse_unverifiable(chosen)
+        previous = {name: store.ref(source_ref(name)) for name in chosen}
+        try:
+            return _fetch_plan_apply(library, store, base, base_tree, chosen, config, notes,
+                                     dry_run=dry_run, force=force, progress=progress)
+        except BaseException:
+            # A refused or failed update changes nothing, the fetch refs included (a
+            # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
+            _restore_refs(store, previous)
+            raise
+
+
+def _restore_refs(store: GitStore, previous: Mapping[str, ObjectId | None]) -> None:
+    for name, old in previous.items():
+        ref = source_ref(name)
+        current = store.ref(ref)
+        if current == old or current is None:
+            continue
+        if old is None:
+            store.delete_ref(ref)
+        else:
+            store.set_ref(ref, current, old, b"librarian: update refused, fetch undone")
+
+
+def _fetch_plan_apply(
+    library: Library,
+    store: GitStore,
+    base: ObjectId | None,
+    base_tree: ObjectId | None,
+    chosen: Mapping[str, SourceConfig],
+    config: LibraryConfig,
+    notes: tuple[str, ...],
+    *,
+    dry_run: bool,
+    force: bool,
+    progress: Progress | None,
+) -> UpdateReport:
+    fetched = {}
+    for name, source in chosen.items():
+        if progress is not None:
+            progress(f"fetching {name} from {strip_credentials(source.url)}\n")
+        fetched[name] = fetch_ref(store, source.url, source.ref, into=source_ref(name),
+                                  have=store.ref(source_ref(name)), progress=progress)
+    crash_point("update-after-fetch")
+    locked = committed_lock(store, base_tree)
+    plans = tuple(
+        plan_source(library, store, base_tree, name, source, locked.get(name),
+                    fetched[name].commit, config.policy)
+        for name, source in chosen.items()
+    )
+    warnings = notes + tuple(skip_warnings(plans))
+    conflicts = [c for p in plans for c in p.conflicts]
+    unchanged = all(
+        not p.changes and not p.conflicts and lock_entry(p) == locked.get(p.source)
+        for p in plans
+    )
+    if dry_run or unchanged:
+        return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
+                            warnings=warnings)
+    if conflicts and not force:
+        raise UpdateConflict(plans)
+    check_unmodified(library, store, base_tree, FileChange(LOCK_FILE, None))
+    backups = _back_up_conflicts(library, store, base, plans) if conflicts else ()
+    crash_point("update-after-backup")
+    resolved = tuple(_resolve_conflicts(p) for p in plans)
+    commit = _commit(library, store, base, base_tree, resolved, locked, backups)
+    stale = _stale_tools(store, base_tree, resolved)
+    return UpdateReport("update", resolved, commit, forced=force, backups=backups,
+                        stale_tools=stale, warnings=warnings)
+
+
+def _choose(
+    sources: Mapping[str, SourceConfig], names: Sequence[str]
+) -> dict[str, SourceConfig]:
+    if not names:
+        return dict(sorted(sources.items()))
+    unknown = [n for n in names if n not in sources]
+    if unknown:
+        raise UsageError(f"no source named {unknown[0]!r} in the committed {LIBRARY_FILE}",
+                         hint="`librarian source list`; a source is added with "
+                         "`librarian source add` (a hand edit must be committed)")
+    return {n: sources[n] for n in dict.fromkeys(names)}
+
+
+def _refuse_unverifiable(chosen: Mapping[str, SourceConfig]) -> None:
+    """A source with ``trust:`` keys installs only verified signed releases (spec §7), which
+    this version cannot verify: refuse before anything is fetched, rather than install
+    unsigned content the library said it must not take."""
+    demanding = [name for name, source in chosen.items() if source.trust]
+    if not demanding:
+        return
+    others = [name for name in chosen if name not in demanding]
+    raise TrustError(
+        f"source {demanding[0]!r} demands signed releases (trust: in {LIBRARY_FILE}), but "
+        "signed releases are not supported by this version of librarian, and librarian will "
+        "not install unverified content for a source that demands it; nothing was changed",
+        hint="upgrade librarian; or, to follow the source unverified, remove its trust: keys "
+        f"from {LIBRARY_FILE} and commit that"
+        + (f"; or update the other sources by name: `librarian update {' '.join(others)}`"
+           if others else ""),
+    )
+
+
+def _uncommitted_config_note(
+    library: Library, store: GitStore, base_tree: ObjectId | None
+) -> tuple[str, ...]:
+    try:
+        work = library.path_of(LIBRARY_FILE).read_bytes()
+    except OSError:
+        work = None
+    if work == committed_library_yaml(store, base_tree):
+        return ()
+    return (f"{LIBRARY_FILE} has uncommitted changes: update follows the committed sources "
+            "and policy; commit the edit for it to take effect",)
+
+
+def _back_up_conflicts(
+    library: Library, store: GitStore, base: ObjectId | None, plans: Sequence[SourcePlan]
+) -> tuple[Backup, ...]:
+    backups = []
+    for plan in plans:
+        paths = [c.library_path for c in plan.conflicts]
+        if paths:
+            backup = back_up(library, store, base, plan.source, paths, f"update {plan.source}")
+            if backup is not None:
+                backups.append(backup)
+    return tuple(backups)
+
+
+def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
+    """After backups: a conflict becomes the upstream side (update, add or remove)."""
+    items = []
+    for item in plan.items:
+        if item.action == "conflict":
+            action: Action = "remove" if item.upstream is None else (
+                "update" if item.locked is not None else "add")
+            item = replace(item, action=action, local_edit=True,
+                           reason=item.reason + "; overwritten after a backup (--force)")
+        items.append(item)
+    return SourcePlan(plan.source, plan.url, plan.ref, plan.old_commit, plan.new_commit,
+                      tuple(items), plan.skipped, plan.filtered_out)
+
+
+def _commit(
+    library: Library,
+    store: GitStore,
+    base: ObjectId | None,
+    base_tree: ObjectId | None,
+    plans: Sequence[SourcePlan],
+    locked: Mapping[str, LockedSource],
+    backups: Sequence[Backup],
+) -> str:
+    new_locked = dict(locked)
+    root = base_tree
+    changes: list[TreeChange | FileChange] = []
+    trailers: list[tuple[str, str]] = [("Librarian-Event", "update")]
+    summaries = []
+    for plan in plans:
+        upstream_trees = _collection_trees(store, plan)
+        collection = make_tree(store, {p: TreeEntry(MODE_TREE, t)
+                                       for p, t in upstream_trees.items()})
+        root = store.with_path(root, collection_path(plan.source),
+                               TreeEntry(MODE_TREE, collection) if collection else None)
+        new_locked[plan.source] = lock_entry(plan)
+        trailers += [("Librarian-Source", plan.source), ("Librarian-Upstream", plan.new_commit)]
+        for item in plan.changes:
+            tree = upstream_trees.get(item.path)
+            changes.append(TreeChange(item.library_path, tree,
+                                      item.upstream if tree is not None else None))
+            trailers.append(("Librarian-Item", item.library_path))
+        counts = plan.counts()
+        summaries.append(f"{plan.source} ({counts['add']} added, {counts['update']} updated, "
+                         f"{counts['remove']} removed)")
+    trailers += [("Librarian-Backup", b.ref) for b in backups]
+    lock_data = dump_lock(new_locked)
+    root = store.with_path(root, LOCK_FILE, TreeEntry(MODE_FILE, store.blob(lock_data)))
+    changes.append(FileChange(LOCK_FILE, lock_data))
+    result = commit_changes(
+        library, store, base=base, subject="update " + ", ".join(summaries),
+        trailers=trailers, changes=changes, overwrite_local=True, root_tree=root,
+        allow_empty=True,
+    )
+    return result.commit
+
+
+def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:
+    """upstream path -> tree id of every item the new collection holds: the admitted tree
+    (upstream's own, unless something retain would ignore was left out)."""
+    out = {}
+    for item in plan.items:
+        if item.action == "remove" or item.upstream is None:
+            continue
+        assert item.upstream_tree is not None
+        out[item.path] = item.upstream_tree.encode()
+    return out
+
+
+def _stale_tools(store: GitStore, base_tree: ObjectId | None,
+                 plans: Sequence[SourcePlan]) -> tuple[str, ...]:
+    """Exposed tools whose managed recipe this update changed or removed: they are stale
+    (re-review before use), never silently re-pointed."""
+    changed = {i.library_path for p in plans for i in p.changes}
+    tools = committed_tools(store, base_tree)
+    return tuple(sorted(name for name, tool in tools.items() if tool.recipe in changed))

@@ -1,0 +1,408 @@
+"""All git access, over dulwich. Nothing else in librarian imports dulwich.
+
+History changes by writing objects straight into the object store and moving the branch
+with compare-and-swap; only the trees on the path to a changed item are rewritten, so the
+cost of a commit does not grow with the size of the library.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathClash, nest
+from librarian.core.fsutil import fsync_dir
+from librarian.core.model import ItemFile
+from librarian.errors import ConflictError, UsageError
+
+ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
+
+DEFAULT_BRANCH = b"refs/heads/main"
+FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
+# Above this many new objects, one pack is cheaper than many loose files.
+_PACK_THRESHOLD = 256
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: int
+    sha: ObjectId
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    id: ObjectId
+    tree: ObjectId
+    parents: tuple[ObjectId, ...]
+    message: str
+    author: str
+    time: int
+    tz_offset: int
+
+
+class GitStore:
+    """One open repository. Use as a context manager so dulwich's files are closed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        try:
+            self._repo = Repo(str(root))
+        except (NotGitRepository, OSError) as exc:
+            raise UsageError(f"{root} is not a git repository: {exc}") from None
+        # Objects made by this command, readable before they are written (flush).
+        self._pending: dict[ObjectId, ShaFile] = {}
+        self._trees: dict[ObjectId, Tree] = {}
+
+    @classmethod
+    def initialise(cls, root: Path) -> GitStore:
+        repo = Repo.init(str(root), mkdir=False)
+        repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(DEFAULT_BRANCH))
+        config = repo.get_config()
+        # Foreground auto-gc would repack the whole store in pure Python (see
+        # docs/design.md); librarian never needs it and git users can run gc themselves.
+        config.set((b"gc",), b"auto", b"0")
+        config.set((b"core",), b"autocrlf", b"false")
+        config.write_to_path()
+        repo.close()
+        return cls(root)
+
+    @property
+    def dulwich_repo(self) -> Repo:
+        """For ``gitremote`` only: the git layer is these two modules (and gitindex)."""
+        return self._repo
+
+    def __enter__(self) -> GitStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._repo.close()
+
+    # -- refs -----------------------------------------------------------------------
+    def branch(self) -> bytes:
+        """The ref HEAD points at (``refs/heads/main`` for new libraries)."""
+        names, _ = self._repo.refs.follow(Ref(b"HEAD"))
+        if len(names) < 2:
+            raise UsageError("HEAD is detached; check out a branch first")
+        return bytes(names[-1])
+
+    def head(self) -> ObjectId | None:
+        _, sha = self._repo.refs.follow(Ref(b"HEAD"))
+        return bytes(sha) if sha is not None else None
+
+    def ref(self, name: bytes) -> ObjectId | None:
+        try:
+            return bytes(self._repo.refs[Ref(name)])
+        except KeyError:
+            return None
+
+    def move_branch(self, old: ObjectId | None, new: ObjectId, message: bytes) -> None:
+        """Compare-and-swap the current branch from ``old`` to ``new``."""
+        self.set_ref(self.branch(), old, new, message)
+
+    def set_ref(self, name: bytes, old: ObjectId | None, new: ObjectId, message: bytes) -> None:
+        refs = self._repo.refs
+        try:
+            if old is None:
+                moved = refs.add_if_new(Ref(name), ObjectID(new), message=message)
+            else:
+                moved = refs.set_if_equals(Ref(name), ObjectID(old), ObjectID(new), message=message)
+        except FileLocked:
+            raise ConflictError(
+                f"{name.decode()} is locked by another git process", hint="retry in a moment"
+            ) from None
+        if not moved:
+            raise ConflictError(
+                f"{name.decode()} moved while this command ran; nothing was changed",
+                hint="run the command again",
+            )
+
+    def delete_ref(self, name: bytes) -> None:
+        self._repo.refs.remove_if_equals(Ref(name), None)
+
+    def refs_under(self, prefix: bytes) -> dict[bytes, ObjectId]:
+        return {prefix + k: bytes(v) for k, v in self._repo.refs.as_dict(Ref(prefix)).items()}
+
+    # -- reading --------------------------------------------------------------------
+    def commit(self, sha: ObjectId) -> CommitInfo:
+        obj = self._get(sha)
+        if not isinstance(obj, Commit):
+            raise UsageError(f"{sha.decode()} is not a commit")
+        return CommitInfo(
+            id=sha,
+            tree=bytes(obj.tree),
+            parents=tuple(bytes(p) for p in obj.parents),
+            message=obj.message.decode("utf-8", "replace"),
+            author=obj.author.decode("utf-8", "replace"),
+            time=obj.commit_time,
+            tz_offset=obj.commit_timezone,
+        )
+
+    def tree_of(self, commit: ObjectId | None) -> ObjectId | None:
+        """The root tree of ``commit``; None for no commit (an unborn branch)."""
+        return self.commit(commit).tree if commit is not None else None
+
+    def resolve(self, revision: str) -> ObjectId:
+        """A commit id from a full or abbreviated hex id, a branch, tag or HEAD."""
+        from dulwich.objectspec import AmbiguousShortId, parse_commit
+
+        try:
+            return bytes(parse_commit(self._repo, revision.encode()).id)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(f"unknown revision {revision!r}") from exc
+        except AmbiguousShortId:
+            raise UsageError(f"the revision {revision!r} is ambiguous",
+                             hint="give more characters of the commit id") from None
+
+    def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
+        obj = self._get(tree)
+        if not isinstance(obj, Tree):
+            raise UsageError(f"{tree.decode()} is not a tree")
+        return {
+            bytes(e.path).decode("utf-8", "surrogateescape"): TreeEntry(e.mode, bytes(e.sha))
+            for e in obj.iteritems()
+        }
+
+    def lookup(self, tree: ObjectId | None, path: str) -> TreeEntry | None:
+        """The entry at ``path`` (posix, relative) inside ``tree``, or None."""
+        if tree is None:
+            return None
+        entry = TreeEntry(MODE_TREE, tree)
+        for part in path.split("/") if path else ():
+            if not stat.S_ISDIR(entry.mode):
+                return None
+            obj = self._get(entry.sha)
+            if not isinstance(obj, Tree):
+                return None
+            name = part.encode("utf-8", "surrogateescape")
+            if name not in obj:
+                return None
+            mode, sha = obj[name]
+            entry = TreeEntry(mode, bytes(sha))
+        return entry
+
+    def read_blob(self, sha: ObjectId) -> bytes:
+        obj = self._get(sha)
+        if not isinstance(obj, Blob):
+            raise UsageError(f"{sha.decode()} is not a blob")
+        return bytes(obj.data)
+
+    def walk(self, tree: ObjectId, prefix: str = "") -> Iterator[tuple[str, TreeEntry]]:
+        """Every non-tree entry below ``tree`` as (posix path, entry), in tree order."""
+        for name, entry in self.tree_items(tree).items():
+            path = f"{prefix}{name}"
+            if stat.S_ISDIR(entry.mode):
+                yield from self.walk(entry.sha, path + "/")
+            else:
+                yield path, entry
+
+    def read_files(self, tree: ObjectId) -> tuple[ItemFile, ...]:
+        """An item's files from a committed tree (symlinks and submodules are refused)."""
+        files = []
+        for path, entry in self.walk(tree):
+            if entry.mode not in (MODE_FILE, MODE_EXECUTABLE):
+                kind = "symlink" if stat.S_ISLNK(entry.mode) else "submodule or special entry"
+                raise UsageError(f"{path} is a {kind}; items hold regular files only", path=path)
+            files.append(ItemFile(path, entry.mode == MODE_EXECUTABLE, self.read_blob(entry.sha)))
+        return tuple(sorted(files, key=lambda f: f.path))
+
+    def walk_log(self, start: ObjectId | None) -> Iterator[CommitInfo]:
+        """First-parent history from ``start``, newest first."""
+        sha = start
+        while sha is not None:
+            info = self.commit(sha)
+            yield info
+            sha = info.parents[0] if info.parents else None
+
+    # -- writing --------------------------------------------------------------------
+    def _stage(self, obj: ShaFile) -> ObjectId:
+        sha = bytes(obj.id)
+        self._pending[sha] = obj
+        return sha
+
+    def _get(self, sha: ObjectId) -> ShaFile:
+        pending = self._pending.get(sha)
+        if pending is not None:
+            return pending
+        cached = self._trees.get(sha)
+        if cached is not None:
+            return cached
+        obj = self._repo[ObjectID(sha)]
+        if isinstance(obj, Tree):
+            # A 10,000-entry tree costs ~8 ms to parse; one command looks into it often.
+            self._trees[sha] = obj
+        return obj
+
+    def flush(self, tip: ObjectId) -> None:
+        """Write the staged objects reachable from ``tip`` (intermediate trees of a
+        multi-path change are dropped): loose and fsynced when few, one pack when many."""
+        pending, self._pending = self._pending, {}
+        store = self._repo.object_store
+        fresh: list[ShaFile] = []
+        stack, seen = [tip], set()
+        while stack:
+            sha = stack.pop()
+            obj = pending.get(sha)
+            if obj is None or sha in seen:
+                continue  # already in the store (or shared)
+            seen.add(sha)
+            if isinstance(obj, Commit):
+                stack.append(bytes(obj.tree))
+            elif isinstance(obj, Tree):
+                stack.extend(bytes(entry.sha) for entry in obj.iteritems())
+            if not store.contains_loose(ObjectID(sha)) and not store.contains_packed(
+                    ObjectID(sha)):
+                fresh.append(obj)
+        if len(fresh) > _PACK_THRESHOLD:
+            store.add_objects([(o, None) for o in fresh])
+            return
+        objects_dir = Path(str(store.path))
+        directories = set()
+        for obj in fresh:
+            store.add_object(obj)
+            hexsha = obj.id.decode()
+            path = objects_dir / hexsha[:2] / hexsha[2:]
+            # dulwich does not fsync loose objects unless core.fsyncObjectFiles is set, a
+            # setting git itself warns about; a ref must never name an object still in
+            # the page cache only.
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            directories.add(path.parent)
+        for directory in directories:
+            fsync_dir(directory)
+
+    def blob(self, data: bytes) -> ObjectId:
+        return self._stage(Blob.from_string(data))
+
+    def files_tree(self, files: Sequence[ItemFile]) -> ObjectId:
+        """Stage blobs and nested trees for ``files``; returns the top tree id."""
+        leaves = []
+        for item_file in files:
+            mode = MODE_EXECUTABLE if item_file.executable else MODE_FILE
+            leaves.append((item_file.path, TreeEntry(mode, self.blob(item_file.data))))
+        try:
+            return self.nested_tree(nest(leaves))
+        except PathClash as exc:
+            raise UsageError(str(exc)) from None
+
+    def nested_tree(self, node: Mapping[str, object]) -> ObjectId:
+        """Stage trees for ``node`` (name -> TreeEntry or a nested mapping)."""
+        tree = Tree()
+        for name, child in node.items():
+            if isinstance(child, TreeEntry):
+                tree.add(name.encode("utf-8", "surrogateescape"), child.mode, ObjectID(child.sha))
+            else:
+                assert isinstance(child, dict)
+                tree.add(name.encode("utf-8", "surrogateescape"), MODE_TREE,
+                         ObjectID(self.nested_tree(child)))
+        return self._stage(tree)
+
+    def with_path(self, root: ObjectId | None, path: str, entry: TreeEntry | None) -> ObjectId:
+        """Stage a copy of ``root`` with ``path`` set to ``entry`` (None removes it);
+        only the trees along ``path`` are rewritten. Empty trees collapse, as in git."""
+        new = self._replace(root, path.split("/"), entry)
+        return new if new is not None else self._stage(Tree())
+
+    def _replace(
+        self, tree: ObjectId | None, parts: list[str], entry: TreeEntry | None
+    ) -> ObjectId | None:
+        if tree is not None:
+            obj = self._get(tree)
+            assert isinstance(obj, Tree)
+            copy = obj.copy()
+        else:
+            copy = Tree()
+        assert isinstance(copy, Tree)
+        name = parts[0].encode("utf-8")
+        if len(parts) == 1:
+            new_entry = entry
+        else:
+            existing = copy[name] if name in copy else None
+            child_tree = existing[1] if existing and stat.S_ISDIR(existing[0]) else None
+            child = self._replace(child_tree, parts[1:], entry)
+            new_entry = TreeEntry(MODE_TREE, child) if child is not None else None
+        if new_entry is None:
+            if name in copy:
+                del copy[name]
+        else:
+            copy.add(name, new_entry.mode, ObjectID(new_entry.sha))
+        if not len(copy):
+            return None
+        return self._stage(copy)
+
+    def make_commit(
+        self, tree: ObjectId, parents: Sequence[ObjectId], message: str
+    ) -> ObjectId:
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [ObjectID(p) for p in parents]
+        identity = self._identity()
+        commit.author = commit.committer = identity
+        now = int(time.time())
+        offset = -time.altzone if time.localtime(now).tm_isdst > 0 else -time.timezone
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.message = message.encode("utf-8")
+        return self._stage(commit)
+
+    def _identity(self) -> bytes:
+        config = self._repo.get_config_stack()
+        try:
+            name = config.get((b"user",), b"name")
+            email = config.get((b"user",), b"email")
+        except KeyError:
+            return FALLBACK_IDENTITY
+        return bytes(name) + b" <" + bytes(email) + b">"
+
+
+def blob_sha1(data: bytes) -> ObjectId:
+    """Hex SHA-1 blob id without touching any store (for the index and the stat cache)."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
+
+
+def index_entries(root: Path, index_file: Path | None = None) -> list[tuple[str, int, ObjectId]]:
+    """Stage-0 entries of the git index as (path, mode, hex blob id), for ``check --staged``
+    (a full read is fine there: it runs once per plain-git commit, not per retention).
+    ``index_file``: the temporary index git hands a hook for ``commit -a`` or ``commit
+    PATHS``; relative paths are relative to ``root``."""
+    from dulwich.index import Index
+
+    index_path = root / (index_file or Path(".git", "index"))
+    if not index_path.exists():
+        return []
+    index = Index(str(index_path))
+    out = []
+    for path, entry in index.iteritems():
+        mode = getattr(entry, "mode", None)
+        sha = getattr(entry, "sha", None)
+        if mode is None or sha is None:  # a conflicted path: no single stage-0 entry
+            continue
+        out.append((bytes(path).decode("utf-8", "surrogateescape"), int(mode), bytes(sha)))
+    return out
+
+
+def make_tree(store: GitStore, entries: Mapping[str, TreeEntry]) -> ObjectId | None:
+    """Stage the nested trees holding ``entries`` (posix path -> existing tree or blob),
+    reusing every entry's object by id; None when ``entries`` is empty."""
+    try:
+        nested = nest(entries.items())
+    except PathClash as exc:
+        raise UsageError(f"items overlap: {exc}") from None
+    return store.nested_tree(nested) if nested else None

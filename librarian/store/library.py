@@ -1,0 +1,183 @@
+"""Finding a library and the items its committed tree holds."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
+from librarian.errors import UsageError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    TOOLS_FILE,
+    LibraryConfig,
+    ToolEntry,
+    load_library_config,
+)
+from librarian.formats.config import load_tools as _load_tools
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
+
+STATE_DIR = "librarian"  # inside .git/
+
+
+@dataclass(frozen=True)
+class Library:
+    """Paths of one library. Cheap to create; opens nothing."""
+
+    root: Path
+
+    @property
+    def git_dir(self) -> Path:
+        return self.root / ".git"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.git_dir / STATE_DIR
+
+    @property
+    def lock_path(self) -> Path:
+        return self.state_dir / "lock"
+
+    @property
+    def journal_path(self) -> Path:
+        return self.state_dir / "journal.json"
+
+    @property
+    def stage_dir(self) -> Path:
+        return self.state_dir / "stage"
+
+    @property
+    def trash_dir(self) -> Path:
+        return self.state_dir / "trash"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.state_dir / "cache"
+
+    @property
+    def index_path(self) -> Path:
+        return self.git_dir / "index"
+
+    def path_of(self, library_path: str) -> Path:
+        return self.root.joinpath(*library_path.split("/"))
+
+    def store(self) -> GitStore:
+        return GitStore(self.root)
+
+    def config(self) -> LibraryConfig:
+        """library.yaml as it stands in the work tree (policy edits apply at once)."""
+        path = self.root / LIBRARY_FILE
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"{path} is missing", hint="restore it with git checkout") from None
+        return load_library_config(data, str(path))
+
+    def tools(self) -> dict[str, ToolEntry]:
+        path = self.root / TOOLS_FILE
+        if not path.exists():
+            return {}
+        return _load_tools(path.read_bytes(), str(path))
+
+
+def is_library(path: Path) -> bool:
+    return (path / LIBRARY_FILE).is_file() and (path / ".git").is_dir()
+
+
+def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Library:
+    """``--library``, else ``$LIBRARIAN_LIBRARY``, else the nearest parent holding
+    library.yaml (spec §3)."""
+    chosen = explicit or (Path(os.environ["LIBRARIAN_LIBRARY"]) if os.environ.get(
+        "LIBRARIAN_LIBRARY") else None)
+    if chosen is not None:
+        root = chosen.expanduser().absolute()
+        if not is_library(root):
+            raise UsageError(
+                f"{root} is not a library (no library.yaml in a git work tree)",
+                hint="create one with `librarian init PATH`",
+            )
+        return Library(root)
+    start = (cwd or Path.cwd()).absolute()
+    for candidate in (start, *start.parents):
+        if is_library(candidate):
+            return Library(candidate)
+    raise UsageError(
+        f"{start} is not inside a library",
+        hint="pass --library PATH, set LIBRARIAN_LIBRARY, or run `librarian init`",
+    )
+
+
+# -- items in a committed tree --------------------------------------------------------
+
+ItemState = str  # "retained" | "draft" | "managed"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item as committed: ``name`` is ``SOURCE:NAME`` for managed items."""
+
+    name: str
+    kind: ItemKind
+    state: ItemState
+    path: str  # library path, e.g. skills/pdf
+    tree: ObjectId
+
+
+def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
+    entries = store.tree_items(tree)
+    found = [k for k, manifest in MANIFEST_FILES.items() if manifest in entries]
+    return found[0] if len(found) == 1 else None
+
+
+def committed_items(store: GitStore, root_tree: ObjectId | None) -> Iterator[Item]:
+    """Retained items, drafts and managed items of ``root_tree``, in path order.
+
+    Directories under skills/, recipes/ and drafts/ are items by position; their kind comes
+    from the manifest they hold (a draft's kind is its content's)."""
+    if root_tree is None:
+        return
+    top = store.tree_items(root_tree)
+    for kind, directory in KIND_DIRS.items():
+        yield from _items_in(store, top, directory, "retained", kind)
+    yield from _items_in(store, top, DRAFTS_DIR, "draft", None)
+    yield from managed_items(store, top.get(SOURCES_DIR))
+
+
+def _items_in(
+    store: GitStore,
+    top: Mapping[str, TreeEntry],
+    directory: str,
+    state: str,
+    kind: ItemKind | None,
+) -> Iterator[Item]:
+    entry = top.get(directory)
+    if entry is None or not stat.S_ISDIR(entry.mode):
+        return
+    for name, child in sorted(store.tree_items(entry.sha).items()):
+        if not stat.S_ISDIR(child.mode):
+            continue
+        item_kind = kind or _kind_of(store, child.sha) or "skill"
+        yield Item(name, item_kind, state, f"{directory}/{name}", child.sha)
+
+
+def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[Item]:
+    """Items under ``sources/<source>/<upstream path>``: any directory holding exactly one
+    manifest is an item (its upstream path may be nested, e.g. skills/pdf)."""
+    if sources_entry is None or not stat.S_ISDIR(sources_entry.mode):
+        return
+    for source, source_entry in sorted(store.tree_items(sources_entry.sha).items()):
+        if stat.S_ISDIR(source_entry.mode):
+            yield from _managed_walk(store, source, source_entry.sha, f"{SOURCES_DIR}/{source}")
+
+
+def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> Iterator[Item]:
+    kind = _kind_of(store, tree)
+    if kind is not None:
+        yield Item(f"{source}:{path.rsplit('/', 1)[-1]}", kind, "managed", path, tree)
+        return
+    for name, child in sorted(store.tree_items(tree).items()):
+        if stat.S_ISDIR(child.mode):
+            yield from _managed_walk(store, source, child.sha, f"{path}/{name}")

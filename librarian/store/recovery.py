@@ -1,0 +1,61 @@
+"""Recovery: finish or roll back a transaction (see ``txn``) that a crash interrupted."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Library
+from librarian.store.lock import library_lock
+from librarian.store.txn import discard, swap_in
+
+
+def recover_library(library: Library) -> str | None:
+    """``librarian recover``: take the lock and finish or roll back an interrupted change."""
+    with library_lock(library.lock_path), library.store() as store:
+        return recover(library, store)
+
+
+def recover(library: Library, store: GitStore) -> str | None:
+    """Finish or roll back an interrupted transaction. Returns what was done, or None."""
+    try:
+        journal = json.loads(library.journal_path.read_bytes())
+    except FileNotFoundError:
+        return _sweep(library)
+    except ValueError:
+        # A torn journal cannot exist (atomic_write); treat garbage as nothing to do.
+        library.journal_path.unlink()
+        return _sweep(library)
+    tx, new = str(journal["tx"]), str(journal["new"]).encode()
+    head = store.ref(str(journal["branch"]).encode())
+    if head is not None and _reaches(store, head, new):
+        swap_in(library, store, tx, list(journal["paths"]), store.commit(new).tree)
+        outcome = f"finished the interrupted change {new.decode()[:12]}"
+    else:
+        outcome = "rolled back an interrupted change (nothing had been committed)"
+    discard(library, tx)
+    return outcome
+
+
+def _sweep(library: Library) -> str | None:
+    """Remove stage and trash left by a command killed before it wrote its journal: under
+    the lock, with no journal, no transaction can still need them."""
+    leftovers = [
+        entry
+        for directory in (library.stage_dir, library.trash_dir)
+        if directory.is_dir()
+        for entry in directory.iterdir()
+    ]
+    for entry in leftovers:
+        shutil.rmtree(entry, ignore_errors=True)
+    return "removed the staging area of a change that never started" if leftovers else None
+
+
+def _reaches(store: GitStore, head: ObjectId, target: ObjectId, limit: int = 64) -> bool:
+    for count, info in enumerate(store.walk_log(head)):
+        if info.id == target:
+            return True
+        if count >= limit:
+            break
+    return False

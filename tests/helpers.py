@@ -277,3 +277,35 @@ def assert_one_error_line(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("librarian: error: "), err
     return lines[0]
+
+
+def hand_commit(library: Any, subject: str, trailers: Any, changes: Any) -> str:
+    """A commit made around librarian's commands (as plain git or another tool would),
+    through the one transaction: returns the new commit id."""
+    from librarian.store.txn import Transaction
+
+    with Transaction(library) as tx:
+        for change in changes:
+            tx.change(change)
+        return tx.commit(subject, trailers).commit
+
+
+def committed_policy(library: Any) -> Any:
+    """The policy of the library's committed library.yaml."""
+    from librarian.store.snapshot import Snapshot
+
+    with library.store() as store:
+        return Snapshot.head(library, store).policy
+
+
+def commit_config_edit(library: Path, old: str, new: str) -> None:
+    """Edit the committed library.yaml (``old`` -> ``new``) in one commit, as a user would
+    with an editor and ``git commit``: library.yaml as committed is what commands obey."""
+    from librarian.store.changes import FileChange
+    from librarian.store.library import Library
+
+    path = library / "library.yaml"
+    text = path.read_text()
+    assert old in text, old
+    hand_commit(Library(library), "edit library.yaml", [],
+                [FileChange("library.yaml", text.replace(old, new).encode())])

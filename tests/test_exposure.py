@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import (
     assert_one_error_line,
+    commit_config_edit,
     commit_count,
+    hand_commit,
     head,
     library_state,
     run_main,
@@ -19,11 +21,11 @@ from helpers import (
 from librarian.core.events import parse_message
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools, load_tools
 from librarian.gate.environments import environment_availability
-from librarian.gate.tools import CHANGED, GONE, committed_tools
+from librarian.gate.tools import CHANGED, GONE
 from librarian.ops.retention import retain
 from librarian.ops.revisions import revise
+from librarian.store.changes import FileChange
 from librarian.store.library import Library
-from librarian.store.txn import FileChange, commit_changes, mutation
 
 EFFECTS = "effects: {filesystem: read, network: false}\n"
 RESULT = "result: A number on stdout.\n"
@@ -115,9 +117,7 @@ def test_expose_as_another_name_and_name_taken(
 def test_policy_bound_on_exposed_tools(
     library: Path, sources: Path, counted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = library / "library.yaml"
-    config.write_text(config.read_text().replace("max_exposed_tools: 64",
-                                                 "max_exposed_tools: 1"))
+    commit_config_edit(library, "max_exposed_tools: 64", "max_exposed_tools: 1")
     assert cli(capsys, library, "expose", "counter").code == 0
     full = cli(capsys, library, "expose", "counter", "--as", "second")
     assert full.code == 3
@@ -231,13 +231,10 @@ def test_status_inspect_prompt_and_run_agree_on_a_tools_state(
     lib = Library(library)
     cli(capsys, library, "expose", "counter", "--as", "count-things")
     cli(capsys, library, "expose", "counter", "--as", "still-current")
-    with mutation(lib) as store:
-        base = store.head()
-        tools = committed_tools(store, store.commit(base).tree if base else None)
-        tools["gone"] = ToolEntry("recipes/nothing", "sha256:" + "0" * 64)
-        commit_changes(lib, store, base=base, subject="hand-edit tools",
-                       trailers=[("Librarian-Event", "expose")],
-                       changes=[FileChange(TOOLS_FILE, dump_tools(tools))])
+    tools = load_tools((library / TOOLS_FILE).read_bytes())
+    tools["gone"] = ToolEntry("recipes/nothing", "sha256:" + "0" * 64)
+    hand_commit(lib, "hand-edit tools", [("Librarian-Event", "expose")],
+                [FileChange(TOOLS_FILE, dump_tools(tools))])
     revised = revise(lib, "counter",
                      make_recipe(sources / "v2", "counter", script="#!/bin/sh\necho 2\n"))
     assert cli(capsys, library, "expose", "counter", "--as", "still-current",

@@ -13,6 +13,8 @@ from helpers import (
     assert_git_consistent,
     assert_one_error_line,
     commit_count,
+    committed_policy,
+    hand_commit,
     head,
     library_state,
     make_recipe,
@@ -29,8 +31,8 @@ from librarian.ops.lifecycle import defer, discard, parse_until, promote
 from librarian.ops.retention import retain
 from librarian.ops.review import review_drafts
 from librarian.ops.revisions import restore, retire, revise
+from librarian.store.changes import DirChange, FileChange
 from librarian.store.library import Library
-from librarian.store.txn import FileChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -303,10 +305,9 @@ def test_retire_refused_while_exposed(library: Path, sources: Path, capsys: Caps
     receipt = retain(lib, make_recipe(sources, "tooly"))
     assert receipt.digest is not None
     tools = dump_tools({"tooly-tool": ToolEntry("recipes/tooly", receipt.digest)})
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="expose recipe tooly",
-                       trailers=[("Librarian-Event", "expose"), ("Librarian-Tool", "tooly-tool")],
-                       changes=[FileChange(TOOLS_FILE, tools)])
+    hand_commit(lib, "expose recipe tooly",
+                [("Librarian-Event", "expose"), ("Librarian-Tool", "tooly-tool")],
+                [FileChange(TOOLS_FILE, tools)])
     message = refused(capsys, library, 3, "retire", "tooly")
     assert "tooly-tool" in message
     assert "withdraw" in cli(capsys, library, "retire", "tooly").err
@@ -319,13 +320,10 @@ def test_managed_items_are_read_only(library: Path, sources: Path, capsys: Capsy
     from librarian.content.validate import load_source
 
     lib = Library(library)
-    content = load_source(make_skill(sources, "shared"), lib.config().policy)
-    from librarian.store.txn import DirChange
+    content = load_source(make_skill(sources, "shared"), committed_policy(lib))
 
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="update team",
-                       trailers=[("Librarian-Event", "update")],
-                       changes=[DirChange("sources/team/skills/shared", content.files)])
+    hand_commit(lib, "update team", [("Librarian-Event", "update")],
+                [DirChange("sources/team/skills/shared", content.files)])
     for command in (["retire", "team:shared"], ["revise", "team:shared",
                                                  str(sources / "shared")],
                     ["discard", "team:shared", "--reason", "x"]):

@@ -11,6 +11,7 @@ import pytest
 from helpers import (
     assert_git_consistent,
     assert_one_error_line,
+    commit_config_edit,
     commit_count,
     git_text,
     head,
@@ -448,8 +449,7 @@ def test_refusal_lists_every_problem_on_one_line(
 def test_policy_in_library_yaml_overrides_the_default_bounds(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = library / "library.yaml"
-    config.write_text(config.read_text().replace("max_item_files: 2000", "max_item_files: 3"))
+    commit_config_edit(library, "max_item_files: 2000", "max_item_files: 3")
     src = make_skill(sources, "four-files", extra_files={"a": "a", "b": "b", "c": "c"})
     before = library_state(library)
     result = retain_cli(capsys, library, str(src))

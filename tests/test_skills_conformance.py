@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from helpers import (
     assert_git_consistent,
+    hand_commit,
     library_state,
     run_main,
     skill_md,
@@ -23,8 +24,8 @@ from helpers import (
 )
 
 from librarian.core.model import ItemFile
+from librarian.store.changes import DirChange
 from librarian.store.library import Library
-from librarian.store.txn import DirChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
@@ -243,9 +244,8 @@ def test_committed_name_must_match_directory(library: Path, capsys: Capsys) -> N
     """Content committed by plain git under the wrong directory is not promoted or listed."""
     lib = Library(library)
     files = (ItemFile("SKILL.md", False, skill_md("right-name")),)
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="plain git", trailers=[],
-                       changes=[DirChange("drafts/wrong-dir", files),
+    hand_commit(lib, "plain git", [],
+                [DirChange("drafts/wrong-dir", files),
                                 DirChange("skills/other-dir", files)])
     result = cli(capsys, library, "promote", "wrong-dir")
     assert result.code == 2 and "does not match" in result.err

@@ -11,6 +11,7 @@ import pytest
 from helpers import (
     assert_git_consistent,
     git_text,
+    hand_commit,
     make_skill,
     requires_git,
     run_main,
@@ -311,14 +312,12 @@ def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
     library: Path, tmp_path: Path
 ) -> None:
     from librarian.core.model import ItemFile
-    from librarian.store.txn import DirChange, commit_changes, mutation
+    from librarian.store.changes import DirChange
 
     lib = Library(library)
     files = (ItemFile("SKILL.md", False, b"---\nname: beta\ndescription: B.\n---\nbody\n"),)
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="install beta",
-                       trailers=[("Librarian-Event", "update")],
-                       changes=[DirChange("sources/team/skills/beta", files)])
+    hand_commit(lib, "install beta", [("Librarian-Event", "update")],
+                [DirChange("sources/team/skills/beta", files)])
     item = library / "sources" / "team" / "skills" / "beta"
     copy = tmp_path / "copy"
     shutil.copytree(item, copy)

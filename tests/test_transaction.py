@@ -31,11 +31,11 @@ from helpers import (
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError
 from librarian.ops.retention import retain
-from librarian.store import txn
+from librarian.store import apply, txn
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
 from librarian.store.recovery import recover_library
-from librarian.store.txn import DirChange, FileChange, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 NEW_FILES = (ItemFile("SKILL.md", False, b"---\nname: late\ndescription: Late.\n---\nbody\n"),)
 
@@ -50,15 +50,15 @@ def _no_transaction_left(library: Path) -> None:
 # -- compare-and-swap ---------------------------------------------------------------
 
 
+@requires_git
 def test_stale_base_is_refused_and_changes_nothing(library: Path, sources: Path) -> None:
+    """The branch moves (by plain git) after the transaction read its base."""
     lib = Library(library)
-    stale = head(library)
-    retain(lib, make_skill(sources, "moved-on"))
-    before = library_state(library)
-    with pytest.raises(ConflictError) as info, mutation(lib) as store:
-        commit_changes(lib, store, base=stale.encode(), subject="retain skill late",
-                       trailers=[("Librarian-Event", "retain")],
-                       changes=[DirChange("skills/late", NEW_FILES)])
+    with pytest.raises(ConflictError) as info, Transaction(lib) as tx:
+        git(library, "commit", "--allow-empty", "-q", "-m", "moved on")
+        before = library_state(library)
+        tx.put_dir("skills/late", NEW_FILES)
+        tx.commit("retain skill late", [("Librarian-Event", "retain")])
     assert info.value.exit_code == 3
     assert "moved" in info.value.message
     assert library_state(library) == before
@@ -66,23 +66,28 @@ def test_stale_base_is_refused_and_changes_nothing(library: Path, sources: Path)
     assert_git_consistent(library)
 
 
-def test_stale_empty_base_is_refused(library: Path) -> None:
-    lib = Library(library)
-    before = library_state(library)
-    with pytest.raises(ConflictError), mutation(lib) as store:
-        commit_changes(lib, store, base=None, subject="x", trailers=[("Librarian-Event", "retain")],
-                       changes=[FileChange("extra.yaml", b"a: 1\n")])
-    assert library_state(library) == before
-    _no_transaction_left(library)
+@requires_git
+def test_stale_empty_base_is_refused(tmp_path: Path) -> None:
+    """An unborn branch born meanwhile: the commit would drop the other writer's root."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    lib = Library(repo)
+    with pytest.raises(ConflictError), Transaction(lib) as tx:
+        git(repo, "commit", "--allow-empty", "-q", "-m", "born elsewhere")
+        before = library_state(repo)
+        tx.put_file("extra.yaml", b"a: 1\n")
+        tx.commit("x", [("Librarian-Event", "retain")])
+    assert library_state(repo) == before
+    _no_transaction_left(repo)
 
 
-def test_commit_changes_with_current_base_makes_one_commit(library: Path) -> None:
+def test_a_transaction_on_the_current_base_makes_one_commit(library: Path) -> None:
     lib = Library(library)
-    with mutation(lib) as store:
-        base = store.head()
-        result = commit_changes(lib, store, base=base, subject="retain skill late",
-                                trailers=[("Librarian-Event", "retain")],
-                                changes=[DirChange("skills/late", NEW_FILES)])
+    with Transaction(lib) as tx:
+        base = tx.base.commit
+        assert base is not None
+        tx.put_dir("skills/late", NEW_FILES)
+        result = tx.commit("retain skill late", [("Librarian-Event", "retain")])
     assert result.base == base.decode() and result.commit == head(library)
     assert (library / "skills" / "late" / "SKILL.md").read_bytes() == NEW_FILES[0].data
     assert commit_count(library) == 2
@@ -353,14 +358,13 @@ def test_a_failure_after_the_branch_moved_is_undone(
     def failing_splice(*args: object, **kwargs: object) -> None:
         raise ConflictError("simulated: the index could not be written")
 
-    monkeypatch.setattr(txn, "_update_index", failing_splice)
+    monkeypatch.setattr(apply, "_update_index", failing_splice)
     with pytest.raises(ConflictError, match="simulated"):
         retain(lib, make_skill(sources, "late"))
     with pytest.raises(ConflictError, match="simulated"):  # a replacement, not an addition
-        with mutation(lib) as store:
-            commit_changes(lib, store, base=head(library).encode(), subject="revise skill kept",
-                           trailers=[("Librarian-Event", "revise")],
-                           changes=[DirChange("skills/kept", NEW_FILES)])
+        with Transaction(lib) as tx:
+            tx.put_dir("skills/kept", NEW_FILES)
+            tx.commit("revise skill kept", [("Librarian-Event", "revise")])
     assert library_state(library) == before
     _no_transaction_left(library)
 

@@ -12,6 +12,8 @@ from helpers import (
     assert_git_consistent,
     assert_one_error_line,
     commit_count,
+    committed_policy,
+    hand_commit,
     library_state,
     make_recipe,
     make_skill,
@@ -22,10 +24,11 @@ from librarian.content.validate import load_source
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
 from librarian.ops.retention import retain
 from librarian.ops.visibility import hide, resident
-from librarian.prompt.registry import ITEMS_CACHE, REGISTRY_CACHE, load_registry
+from librarian.prompt.cache import ITEMS_CACHE, REGISTRY_CACHE
+from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
+from librarian.store.changes import DirChange, FileChange
 from librarian.store.library import Library
-from librarian.store.txn import DirChange, FileChange, commit_changes, mutation
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -207,15 +210,13 @@ def test_prompt_lists_managed_skills_and_exposed_tools(library: Path, sources: P
     lib = Library(library)
     recipe = retain(lib, make_recipe(sources, "review-change", extra_yaml=""))
     shared = load_source(make_skill(sources / "up", "pdf", description="Upstream pdf."),
-                         lib.config().policy)
-    hidden_shared = load_source(make_skill(sources / "up2", "quiet"), lib.config().policy)
+                         committed_policy(lib))
+    hidden_shared = load_source(make_skill(sources / "up2", "quiet"), committed_policy(lib))
     assert recipe.digest is not None
     tools = dump_tools({"count-words": ToolEntry("recipes/review-change", recipe.digest),
                         "gone": ToolEntry("recipes/nothing", "sha256:" + "0" * 64)})
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="update team",
-                       trailers=[("Librarian-Event", "update")],
-                       changes=[DirChange("sources/team/skills/pdf", shared.files),
+    hand_commit(lib, "update team", [("Librarian-Event", "update")],
+                [DirChange("sources/team/skills/pdf", shared.files),
                                 DirChange("sources/team/skills/quiet", hidden_shared.files),
                                 FileChange(TOOLS_FILE, tools)])
     assert cli(capsys, library, "hide", "team:quiet").code == 0
@@ -251,9 +252,8 @@ def test_invalid_committed_skill_is_reported_not_listed(library: Path, capsys: C
 
     lib = Library(library)
     broken = (ItemFile("SKILL.md", False, b"---\nname: broken\n---\nno description\n"),)
-    with mutation(lib) as store:
-        commit_changes(lib, store, base=store.head(), subject="plain git commit",
-                       trailers=[], changes=[DirChange("skills/broken", broken)])
+    hand_commit(lib, "plain git commit", [],
+                [DirChange("skills/broken", broken)])
     result = cli(capsys, library, "prompt")
     assert result.code == 0
     assert "broken" not in result.out

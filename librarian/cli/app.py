@@ -47,7 +47,7 @@ def emit(value: Any, as_json: bool, human: str | None = None) -> None:
 
 
 def jsonable(value: Any) -> dict[str, Any]:
-    from librarian.cli.render import to_jsonable
+    from librarian.core.jsonable import to_jsonable
 
     result: dict[str, Any] = to_jsonable(value)
     return result

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from librarian.core.jsonable import to_jsonable
 from librarian.core.receipts import Receipt
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
@@ -19,20 +19,6 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.ops.status import StatusReport
     from librarian.sources.subscriptions import SourceInfo
     from librarian.sources.update import SourcePlan, UpdateReport
-
-
-def to_jsonable(value: Any) -> Any:
-    if isinstance(value, Receipt):
-        return value.to_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
 
 
 def json_text(value: Any) -> str:

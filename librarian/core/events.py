@@ -37,6 +37,26 @@ def _one_line(value: str) -> str:
     return " ".join(value.split())
 
 
+TrailerValue = str | Sequence[str] | None
+
+
+def trailers(event: str, *pairs: tuple[str, str], **fields: TrailerValue) -> tuple[
+        tuple[str, str], ...]:
+    """The trailers of one event: ``Librarian-Event`` first, then ``pairs`` as given
+    (short keys, e.g. ``("Source", "team")``), then ``fields`` in order: ``item=`` becomes
+    ``Librarian-Item``, ``previous_digest=`` ``Librarian-Previous-Digest``; a sequence
+    repeats its key, None leaves it out."""
+    out = [("Librarian-Event", event)]
+    out += [(f"Librarian-{key}", value) for key, value in pairs]
+    for name, value in fields.items():
+        key = "Librarian-" + "-".join(part.capitalize() for part in name.split("_"))
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else list(value)
+        out += [(key, v) for v in values]
+    return tuple(out)
+
+
 def format_message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
     events = [value for key, value in trailers if key == "Librarian-Event"]
     if len(events) > 1 or (events and events[0] not in EVENTS):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from librarian.content.validate import validate_item
+from librarian.content.patch import tree_diff
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.fsutil import atomic_write
 from librarian.core.model import ItemFile, RecipeManifest
@@ -33,12 +33,11 @@ from librarian.formats.config import ToolEntry
 from librarian.formats.recipe import coerce_input, input_env_name
 from librarian.gate.environments import environment_availability, path_input_problem
 from librarian.gate.ledger import REFUSED, LedgerEntry, append, now
-from librarian.gate.tools import committed_tools, tool_state
-from librarian.ops.diffing import tree_diff
+from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Item, Library
 from librarian.store.lock import library_lock
-from librarian.store.resolve import find_item
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
 APPROVALS_FILE = "approvals.json"
@@ -59,16 +58,20 @@ class Target:
     commit: str  # the commit everything was read from
 
 
-def load_recipe(library: Library, store: GitStore, item: Item) -> tuple[
+def load_recipe(snapshot: Snapshot, item: Item) -> tuple[
         RecipeManifest, tuple[ItemFile, ...], str]:
     """The committed recipe's manifest, files and digest; UsageError when it is invalid."""
-    files = store.read_files(item.tree)
-    expected = item.name.split(":", 1)[-1]
-    content = validate_item(files, library.config().policy, expected_name=expected,
-                            where=item.path)
+    content = snapshot.content(item)
     if not isinstance(content.manifest, RecipeManifest):
         raise UsageError(f"{item.path} is a skill; only recipes run or become tools")
     return content.manifest, content.files, content.digest
+
+
+def _head(library: Library, store: GitStore) -> Snapshot:
+    snapshot = Snapshot.head(library, store)
+    if snapshot.commit is None:
+        raise UsageError("the library has no commits yet")
+    return snapshot
 
 
 def resolve_target(library: Library, name: str) -> Target:
@@ -76,17 +79,16 @@ def resolve_target(library: Library, name: str) -> Target:
 
     Unknown names are usage errors (exit 2); a stale tool or a draft is a refusal."""
     with library.store() as store:
-        head = store.head()
-        if head is None:
-            raise UsageError("the library has no commits yet")
-        tree = store.commit(head).tree
-        tool = committed_tools(store, tree).get(name)
+        snapshot = _head(library, store)
+        head, tree = snapshot.commit, snapshot.tree
+        assert head is not None
+        tool = snapshot.tools.get(name)
         if tool is not None:
             _refuse_stale(library, store, tree, name, tool)
-            item = find_item(store, tree, tool.recipe)
+            item = snapshot.find(tool.recipe)
             entry: Entry = "tool"
         else:
-            item = find_item(store, tree, name)
+            item = snapshot.find(name)
             entry = "recipe"
         if item.kind != "recipe":
             raise UsageError(f"{item.path} is a skill; only recipes run",
@@ -96,7 +98,7 @@ def resolve_target(library: Library, name: str) -> Target:
                    f"{item.path} is a draft; drafts do not run",
                    hint=f"review it and `librarian promote {item.name}` first")
         try:
-            manifest, files, digest = load_recipe(library, store, item)
+            manifest, files, digest = load_recipe(snapshot, item)
         except UsageError as exc:
             refuse(library, entry, name, item.path, None,
                    f"{item.path} is not a valid recipe as committed: {exc.message}",
@@ -255,18 +257,15 @@ class ApprovalReview:
 
 def review_approval(library: Library, name: str) -> ApprovalReview:
     with library.store() as store:
-        head = store.head()
-        if head is None:
-            raise UsageError("the library has no commits yet")
-        tree = store.commit(head).tree
-        tool = committed_tools(store, tree).get(name)
-        item = find_item(store, tree, tool.recipe if tool is not None else name)
+        snapshot = _head(library, store)
+        tool = snapshot.tools.get(name)
+        item = snapshot.find(tool.recipe if tool is not None else name)
         if item.kind != "recipe":
             raise UsageError(f"{item.path} is a skill; only recipes are approved to run")
         if item.state == "draft":
             raise ConflictError(f"{item.path} is a draft; drafts do not run",
                                 hint=f"`librarian promote {item.name}` first")
-        _, files, digest = load_recipe(library, store, item)
+        _, files, digest = load_recipe(snapshot, item)
         previous = last_approval(library, item.path)
         already = is_approved(library, item.path, digest)
         diff = None
@@ -279,7 +278,9 @@ def review_approval(library: Library, name: str) -> ApprovalReview:
             if old is not None:
                 diff = "\n".join(tree_diff(item.path, old, files)) + "\n"
     shown = tuple(ReviewFile(f.path, len(f.data), f.executable, _text(f.data)) for f in files)
-    return ApprovalReview(name, item.path, digest, item.tree.decode(), head.decode(), already,
+    assert snapshot.commit is not None
+    return ApprovalReview(name, item.path, digest, item.tree.decode(), snapshot.commit.decode(),
+                          already,
                           previous_digest if previous_digest != digest else None, shown, diff)
 
 

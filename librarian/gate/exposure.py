@@ -12,8 +12,8 @@ Reading ``tools.yaml``, whether a tool is stale and the contracts of exposed too
 
 from __future__ import annotations
 
-from librarian.content.validate import validate_item
 from librarian.content.worktree import NotRegularFile, hash_work_dir
+from librarian.core.events import trailers
 from librarian.core.model import RecipeManifest
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
@@ -21,12 +21,10 @@ from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
 from librarian.gate.checks import is_approved
 from librarian.gate.environments import environment_availability
-from librarian.gate.tools import committed_tools
-from librarian.gate.tools import tool_contracts as tool_contracts  # inspect tools reads them here
-from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.gitstore import ObjectId
 from librarian.store.library import Item, Library
-from librarian.store.resolve import find_item
-from librarian.store.txn import FileChange, commit_changes, mutation
+from librarian.store.snapshot import Snapshot
+from librarian.store.txn import Transaction
 
 
 def contract_problems(manifest: RecipeManifest) -> list[str]:
@@ -48,16 +46,14 @@ def contract_problems(manifest: RecipeManifest) -> list[str]:
     return problems
 
 
-def _recipe_to_expose(library: Library, store: GitStore, tree: ObjectId | None,
-                      name: str) -> tuple[Item, RecipeManifest, str]:
-    item = find_item(store, tree, name)
+def _recipe_to_expose(snapshot: Snapshot, name: str) -> tuple[Item, RecipeManifest, str]:
+    item = snapshot.find(name)
     if item.kind != "recipe":
         raise UsageError(f"{item.path} is a skill; only recipes become tools")
     if item.state == "draft":
         raise ConflictError(f"{item.path} is a draft; drafts cannot be exposed",
                             hint=f"review it and `librarian promote {item.name}` first")
-    content = validate_item(store.read_files(item.tree), library.config().policy,
-                            expected_name=item.name.split(":", 1)[-1], where=item.path)
+    content = snapshot.content(item)
     assert isinstance(content.manifest, RecipeManifest)
     problems = contract_problems(content.manifest)
     if problems:
@@ -71,12 +67,10 @@ def _recipe_to_expose(library: Library, store: GitStore, tree: ObjectId | None,
 
 def expose(library: Library, recipe: str, *, as_tool: str | None = None,
            refresh: bool = False) -> Receipt:
-    with mutation(library) as store:
-        base = store.head()
-        tree = store.tree_of(base)
-        item, manifest, digest = _recipe_to_expose(library, store, tree, recipe)
-        tool = check_name(as_tool or item.name.split(":", 1)[-1], "tool name")
-        tools = committed_tools(store, tree)
+    with Transaction(library) as tx:
+        item, manifest, digest = _recipe_to_expose(tx.base, recipe)
+        tool = check_name(as_tool or item.bare_name, "tool name")
+        tools = dict(tx.base.tools)
         existing = tools.get(tool)
         if refresh:
             if existing is None:
@@ -96,7 +90,7 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
                       f"--as {tool} --refresh`") if stale else "choose another name with --as",
             )
         else:
-            limit = library.config().policy.max_exposed_tools
+            limit = tx.base.policy.max_exposed_tools
             if len(tools) >= limit:
                 raise ConflictError(
                     f"{len(tools)} tools are exposed, the policy limit is {limit}",
@@ -104,17 +98,9 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
                 )
         tools[tool] = ToolEntry(item.path, digest)
         verb = "refresh" if refresh else "expose"
-        result = commit_changes(
-            library, store, base=base,
-            subject=f"{verb} tool {tool} ({item.path})",
-            trailers=[
-                ("Librarian-Event", "expose"),
-                ("Librarian-Tool", tool),
-                ("Librarian-Item", item.path),
-                ("Librarian-Digest", digest),
-            ],
-            changes=[FileChange(TOOLS_FILE, dump_tools(tools))],
-        )
+        tx.put_file(TOOLS_FILE, dump_tools(tools))
+        result = tx.commit(f"{verb} tool {tool} ({item.path})", trailers(
+            "expose", tool=tool, item=item.path, digest=digest))
     callable_now, reason = prove_callable(library, item.path, item.tree, manifest)
     return Receipt(
         kind="exposed_tool",
@@ -154,25 +140,15 @@ def prove_callable(library: Library, path: str, tree: ObjectId,
 
 
 def withdraw(library: Library, tool: str) -> Receipt:
-    with mutation(library) as store:
-        base = store.head()
-        tree = store.tree_of(base)
-        tools = committed_tools(store, tree)
+    with Transaction(library) as tx:
+        tools = dict(tx.base.tools)
         existing = tools.pop(tool, None)
         if existing is None:
             raise UsageError(f"no tool named {tool!r} is exposed",
                              hint="`librarian inspect tools` lists the exposed tools")
-        result = commit_changes(
-            library, store, base=base,
-            subject=f"withdraw tool {tool} ({existing.recipe})",
-            trailers=[
-                ("Librarian-Event", "withdraw"),
-                ("Librarian-Tool", tool),
-                ("Librarian-Item", existing.recipe),
-                ("Librarian-Digest", existing.digest),
-            ],
-            changes=[FileChange(TOOLS_FILE, dump_tools(tools))],
-        )
+        tx.put_file(TOOLS_FILE, dump_tools(tools))
+        result = tx.commit(f"withdraw tool {tool} ({existing.recipe})", trailers(
+            "withdraw", tool=tool, item=existing.recipe, digest=existing.digest))
     return Receipt(
         kind="withdrawn_tool",
         name=tool,

@@ -21,6 +21,7 @@ from librarian.errors import UsageError
 from librarian.formats.config import TOOLS_FILE, ToolEntry, load_tools
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Item, Library
+from librarian.store.manifests import summarize as summarize_manifest
 from librarian.store.statcache import DigestCache
 
 Staleness = Literal["gone", "invalid", "changed"]
@@ -109,7 +110,7 @@ class ToolContract:
     timeout: int | None = None
 
 
-#: A recipe's manifest summary (``promptbuild.summarize``'s shape), possibly cached.
+#: A recipe's manifest summary (``store.manifests.summarize``'s shape), possibly cached.
 Summarize = Callable[[Item], dict[str, Any]]
 
 
@@ -125,10 +126,8 @@ def tool_contracts(library: Library, store: GitStore, tree: ObjectId | None,
                    summarize: Summarize | None = None) -> tuple[ToolContract, ...]:
     """Every tool ``tools.yaml`` exposes in ``tree``, by name, with its state and contract."""
     if summarize is None:
-        from librarian.prompt.build import summarize as summarize_item
-
         def summarize(item: Item) -> dict[str, Any]:
-            return summarize_item(store, item)
+            return summarize_manifest(store, item)
 
     digests = DigestCache(library.cache_dir)
     contracts = []

@@ -7,16 +7,17 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from librarian.core.events import trailers
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.core.names import check_name, is_valid_name
 from librarian.core.receipts import Receipt
 from librarian.core.resources import template_dir
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import LIBRARY_FILE, dump_library_config, load_library_config
+from librarian.store.changes import FileChange
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Library, is_library
-from librarian.store.lock import library_lock
-from librarian.store.txn import FileChange, commit_changes
+from librarian.store.txn import Transaction
 
 #: Template entries that are material for demos and tests, not part of a new library.
 _NOT_COPIED = {"examples"}
@@ -56,15 +57,11 @@ def init_library(path: Path, name: str | None = None) -> Receipt:
     try:
         GitStore.initialise(root).close()
         library = Library(root)
-        with library_lock(library.lock_path), library.store() as store:
-            result = commit_changes(
-                library,
-                store,
-                base=None,
-                subject=f"init library {library_name}",
-                trailers=[("Librarian-Event", "init"), ("Librarian-Library", library_name)],
-                changes=changes,
-            )
+        with Transaction(library) as tx:
+            for change in changes:
+                tx.change(change)
+            result = tx.commit(f"init library {library_name}",
+                               trailers("init", library=library_name))
         for directory in (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR):
             (root / directory).mkdir(exist_ok=True)
     except BaseException:

@@ -6,15 +6,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from librarian.content.validate import validate_item
 from librarian.core.model import MANIFEST_FILES, RecipeManifest, SkillManifest
 from librarian.errors import LibrarianError, UsageError
-from librarian.formats.config import LOCK_FILE, load_lock
 from librarian.gate.ledger import Usage, usage_by_recipe
+from librarian.gate.tools import tool_contracts
 from librarian.ops.history import LogEntry, read_log
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Item, Library, committed_items
-from librarian.store.resolve import find_item
+from librarian.sources.subscriptions import source_infos
+from librarian.store.library import Item, Library
+from librarian.store.snapshot import Snapshot
 
 Section = Literal["skills", "recipes", "drafts", "tools", "sources"]
 SECTIONS: tuple[Section, ...] = ("skills", "recipes", "drafts", "tools", "sources")
@@ -56,17 +55,15 @@ def _section_of(item: Item) -> Section:
     return "skills" if item.kind == "skill" else "recipes"
 
 
-def describe(library: Library, store: GitStore, item: Item, *, verbose: bool) -> ItemInfo:
+def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
     diagnostics: list[str] = []
     description: str | None = None
     digest: str | None = None
     details: dict[str, Any] = {}
     files: tuple[FileInfo, ...] = ()
     try:
-        content_files = store.read_files(item.tree)
-        expected = item.name.split(":", 1)[-1]
-        content = validate_item(content_files, library.config().policy,
-                                expected_name=expected, where=item.path)
+        content = snapshot.content(item)
+        content_files = content.files
         digest = content.digest
         manifest = content.manifest
         description = manifest.description
@@ -83,7 +80,7 @@ def describe(library: Library, store: GitStore, item: Item, *, verbose: bool) ->
         kind=item.kind,
         state=item.state,
         path=item.path,
-        location=str(library.path_of(item.path)),
+        location=str(snapshot.library.path_of(item.path)),
         digest=digest,
         description=description,
         details=details,
@@ -98,17 +95,17 @@ def inspect_library(
     if section is not None and section not in SECTIONS:
         raise UsageError(f"unknown section {section!r}", hint="one of: " + ", ".join(SECTIONS))
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
+        snapshot = Snapshot.head(library, store)
         items = []
-        for item in committed_items(store, tree):
+        for item in snapshot.items():
             if section not in (None, _section_of(item)) and not (
                 section == "sources" and item.state == "managed"
             ):
                 continue
-            items.append(describe(library, store, item, verbose=verbose))
-        tools = _tools(library, store, tree) if section in (None, "tools") else ()
-        sources = _sources(library, store, tree) if section in (None, "sources") else ()
+            items.append(describe(snapshot, item, verbose=verbose))
+        tools = _tools(snapshot) if section in (None, "tools") else ()
+        sources = tuple(dataclasses.asdict(s) for s in source_infos(snapshot)) if section in (
+            None, "sources") else ()
     if verbose:
         items = _with_last_events(library, items)
         items = _with_usage(library, items)
@@ -132,13 +129,11 @@ def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]
     return out
 
 
-def _tools(library: Library, store: GitStore,
-           tree: ObjectId | None) -> tuple[dict[str, Any], ...]:
+def _tools(snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
     """Exposed tools with their contract (name, description, typed inputs, execution,
     effects) and whether the pin is current."""
-    from librarian.gate.exposure import tool_contracts
-
-    return tuple(dataclasses.asdict(c) for c in tool_contracts(library, store, tree))
+    return tuple(dataclasses.asdict(c) for c in tool_contracts(
+        snapshot.library, snapshot.store, snapshot.tree))
 
 
 def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
@@ -147,32 +142,10 @@ def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
         usage.get(info.path) or Usage())}) if info.kind == "recipe" else info for info in items]
 
 
-def _sources(
-    library: Library, store: GitStore, tree: ObjectId | None
-) -> tuple[dict[str, Any], ...]:
-    from librarian.store.gitremote import strip_credentials  # a hand-edited URL may hold a secret
-
-    entry = store.lookup(tree, LOCK_FILE)
-    locked = load_lock(store.read_blob(entry.sha)) if entry else {}
-    out = []
-    for name, source in sorted(library.config().sources.items()):
-        pin = locked.get(name)
-        out.append({
-            "name": name,
-            "url": strip_credentials(source.url),
-            "ref": source.ref,
-            "commit": pin.commit if pin else None,
-            "items": len(pin.items) if pin else 0,
-        })
-    return tuple(out)
-
-
 def cat_item(library: Library, name: str) -> bytes:
     """The item's body as committed: SKILL.md or recipe.yaml."""
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
-        item = find_item(store, tree, name)
+        item = Snapshot.head(library, store).find(name)
         entry = store.lookup(item.tree, MANIFEST_FILES[item.kind])
         if entry is None:
             raise UsageError(f"{item.path} holds no {MANIFEST_FILES[item.kind]}")

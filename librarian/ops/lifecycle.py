@@ -12,30 +12,24 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
-from librarian.content.validate import validate_item
-from librarian.core.model import KIND_DIRS, ItemContent
+from librarian.core.events import trailers
+from librarian.core.model import KIND_DIRS
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, LibrarianError, UsageError
-from librarian.ops.retention import evidence_text, taken_by
-from librarian.store.gitstore import GitStore, ObjectId
+from librarian.ops.retention import evidence_text
+from librarian.store.gitstore import ObjectId
 from librarian.store.library import Item, Library
-from librarian.store.resolve import find_item
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
-from librarian.store.txn import DirChange, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 MANAGED_HINT = "change it upstream or retain a copy under a new name"
 
 
-def read_base(store: GitStore) -> tuple[ObjectId | None, ObjectId | None]:
-    """(HEAD commit, its tree), either None in an empty repository."""
-    base = store.head()
-    return base, (store.tree_of(base))
-
-
-def require(store: GitStore, tree: ObjectId | None, name: str, state: str, action: str) -> Item:
+def require(snapshot: Snapshot, name: str, state: str, action: str) -> Item:
     """The item called ``name``, which must be in ``state`` (``draft`` or ``retained``) for
     ``action``; unknown is exit 2, the wrong state exit 3 with a hint to the right command."""
-    item = find_item(store, tree, name)
+    item = snapshot.find(name)
     if item.state == state:
         return item
     if item.state == "managed":
@@ -62,20 +56,10 @@ def require(store: GitStore, tree: ObjectId | None, name: str, state: str, actio
     raise ConflictError(f"{item.name} is a draft ({item.path}), not a retained item", hint=hint)
 
 
-def committed_content(library: Library, store: GitStore, item: Item) -> ItemContent:
-    """The item's committed files, judged by the same rules as any admission."""
-    return validate_item(
-        store.read_files(item.tree),
-        library.config().policy,
-        expected_name=item.name.split(":", 1)[-1],
-        where=item.path,
-    )
-
-
-def committed_digest(library: Library, store: GitStore, tree: ObjectId) -> str:
+def committed_digest(snapshot: Snapshot, tree: ObjectId) -> str:
     """The digest of a committed item tree (from the digest cache when known). The cache is
     not written here: a command that goes on to fail leaves nothing behind."""
-    return DigestCache(library.cache_dir).digest(store, tree)
+    return DigestCache(snapshot.library.cache_dir).digest(snapshot.store, tree)
 
 
 def reason_text(reason: str | None, *, required: bool) -> str | None:
@@ -89,33 +73,22 @@ def reason_text(reason: str | None, *, required: bool) -> str | None:
 
 def promote(library: Library, name: str, *, evidence: str | None = None) -> Receipt:
     """Move ``drafts/NAME`` to ``skills/`` or ``recipes/`` by its kind, digest unchanged."""
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        draft = require(store, tree, name, "draft", "promote")
-        content = committed_content(library, store, draft)
+    with Transaction(library) as tx:
+        draft = require(tx.base, name, "draft", "promote")
+        content = tx.base.content(draft)
         target = f"{KIND_DIRS[content.kind]}/{content.name}"
-        existing = taken_by(store, tree, content.name)
+        existing = tx.base.taken_by(content.name)
         if existing not in (None, draft.path):
             raise ConflictError(f"the name {content.name!r} is taken by {existing}")
         # The files written are the draft's tree, byte for byte and mode for mode.
-        if store.files_tree(content.files) != draft.tree:
+        if tx.store.files_tree(content.files) != draft.tree:
             raise LibrarianError(f"internal: promoting {draft.path} would change its digest")
         digest = content.digest
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"promote {content.kind} {content.name}",
-            trailers=[
-                ("Librarian-Event", "promote"),
-                ("Librarian-Item", target),
-                ("Librarian-Previous-Item", draft.path),
-                ("Librarian-Kind", content.kind),
-                ("Librarian-Digest", digest),
-                ("Librarian-Evidence", evidence_text(evidence)),
-            ],
-            changes=[DirChange(draft.path, None), DirChange(target, content.files)],
-        )
+        tx.put_dir(draft.path, None)
+        tx.put_dir(target, content.files)
+        result = tx.commit(f"promote {content.kind} {content.name}", trailers(
+            "promote", item=target, previous_item=draft.path, kind=content.kind,
+            digest=digest, evidence=evidence_text(evidence)))
     return Receipt(
         kind=f"retained_{content.kind}",
         name=content.name,
@@ -139,18 +112,12 @@ def discard(
     """Remove a draft (drafts only: a retained item is retired, not discarded)."""
     why = reason_text(reason, required=True)
     assert why is not None
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        draft = require(store, tree, name, "draft", "discard")
-        digest = committed_digest(library, store, draft.tree)
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"discard draft {draft.kind} {draft.name}",
-            trailers=_decision_trailers("discard", draft, digest, evidence, why),
-            changes=[DirChange(draft.path, None)],
-        )
+    with Transaction(library) as tx:
+        draft = require(tx.base, name, "draft", "discard")
+        digest = committed_digest(tx.base, draft.tree)
+        tx.put_dir(draft.path, None)
+        result = tx.commit(f"discard draft {draft.kind} {draft.name}",
+                           _decision_trailers("discard", draft, digest, evidence, why))
     return Receipt(
         kind="discarded_draft",
         name=draft.name,
@@ -174,23 +141,15 @@ def defer(
     why = reason_text(reason, required=True)
     assert why is not None
     due = parse_until(until, today or dt.date.today()) if until is not None else None
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        draft = require(store, tree, name, "draft", "defer")
-        digest = committed_digest(library, store, draft.tree)
-        trailers = _decision_trailers("defer", draft, digest, evidence, why)
-        if due is not None:
-            trailers.append(("Librarian-Until", due.isoformat()))
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"defer draft {draft.kind} {draft.name}"
+    with Transaction(library) as tx:
+        draft = require(tx.base, name, "draft", "defer")
+        digest = committed_digest(tx.base, draft.tree)
+        result = tx.commit(
+            f"defer draft {draft.kind} {draft.name}"
             + (f" until {due.isoformat()}" if due else ""),
-            trailers=trailers,
-            changes=[],
-            allow_empty=True,
-        )
+            _decision_trailers("defer", draft, digest, evidence, why,
+                               until=due.isoformat() if due else None),
+            allow_empty=True)
     details: dict[str, object] = {"event": "defer", "item_kind": draft.kind, "reason": why}
     if due is not None:
         details["until"] = due.isoformat()
@@ -205,18 +164,11 @@ def defer(
 
 
 def _decision_trailers(
-    event: str, draft: Item, digest: str, evidence: str | None, reason: str | None
-) -> list[tuple[str, str]]:
-    trailers = [
-        ("Librarian-Event", event),
-        ("Librarian-Item", draft.path),
-        ("Librarian-Kind", draft.kind),
-        ("Librarian-Digest", digest),
-        ("Librarian-Evidence", evidence_text(evidence)),
-    ]
-    if reason:
-        trailers.append(("Librarian-Reason", reason))
-    return trailers
+    event: str, draft: Item, digest: str, evidence: str | None, reason: str | None,
+    until: str | None = None,
+) -> tuple[tuple[str, str], ...]:
+    return trailers(event, item=draft.path, kind=draft.kind, digest=digest,
+                    evidence=evidence_text(evidence), reason=reason or None, until=until)
 
 
 _RELATIVE_RE = re.compile(r"\+?(\d{1,4})([dw])")

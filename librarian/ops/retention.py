@@ -5,23 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from librarian.content.validate import load_source
+from librarian.core.events import trailers
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError
-from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
-from librarian.store.txn import DirChange, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 UNKNOWN_EVIDENCE = "unknown"
-
-
-def taken_by(store: GitStore, tree: ObjectId | None, name: str) -> str | None:
-    """The library path already using ``name`` (one name space for skills, recipes and
-    drafts), or None."""
-    for directory in (*KIND_DIRS.values(), DRAFTS_DIR):
-        if store.lookup(tree, f"{directory}/{name}") is not None:
-            return f"{directory}/{name}"
-    return None
 
 
 def evidence_text(evidence: str | None) -> str:
@@ -41,14 +32,12 @@ def retain(
     draft: bool = False,
     evidence: str | None = None,
 ) -> Receipt:
-    content = load_source(source, library.config().policy, name=name)
-    directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
-    item_path = f"{directory}/{content.name}"
-    digest = content.digest
-    with mutation(library) as store:
-        base = store.head()
-        tree = store.tree_of(base)
-        existing = taken_by(store, tree, content.name)
+    with Transaction(library) as tx:
+        content = load_source(source, tx.base.policy, name=name)
+        directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
+        item_path = f"{directory}/{content.name}"
+        digest = content.digest
+        existing = tx.base.taken_by(content.name)
         if existing is not None:
             raise ConflictError(
                 f"the name {content.name!r} is taken by {existing}",
@@ -56,20 +45,10 @@ def retain(
                 "or choose another name",
             )
         what = f"draft {content.kind}" if draft else content.kind
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"retain {what} {content.name}",
-            trailers=[
-                ("Librarian-Event", "retain"),
-                ("Librarian-Item", item_path),
-                ("Librarian-Kind", content.kind),
-                ("Librarian-Digest", digest),
-                ("Librarian-Evidence", evidence_text(evidence)),
-            ],
-            changes=[DirChange(item_path, content.files)],
-        )
+        tx.put_dir(item_path, content.files)
+        result = tx.commit(f"retain {what} {content.name}", trailers(
+            "retain", item=item_path, kind=content.kind, digest=digest,
+            evidence=evidence_text(evidence)))
     return Receipt(
         kind=receipt_kind(content, draft),
         name=content.name,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from librarian.core.events import parse_message
 from librarian.errors import UsageError
-from librarian.ops.lifecycle import read_base
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library, committed_items
 from librarian.store.statcache import DigestCache
@@ -63,7 +62,8 @@ def review_drafts(
     moment = int(now if now is not None else time.time())
     day = today or dt.date.today()
     with library.store() as store:
-        base, tree = read_base(store)
+        base = store.head()
+        tree = store.tree_of(base)
         drafts = [i for i in committed_items(store, tree) if i.state == "draft"]
         found = {d.path: _Found() for d in drafts}
         pending = len(found)

@@ -8,28 +8,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from librarian.content.validate import load_source, validate_item
+from librarian.content.validate import load_source
+from librarian.core.events import trailers
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES, ItemKind
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE
-from librarian.gate.tools import committed_tools
 from librarian.ops.lifecycle import (
     committed_digest,
     exposing_tools,
-    read_base,
     reason_text,
     require,
 )
-from librarian.ops.retention import evidence_text, taken_by
+from librarian.ops.retention import evidence_text
 from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library
-from librarian.store.txn import DirChange, commit_changes, mutation
+from librarian.store.library import Item, Library
+from librarian.store.snapshot import Snapshot
+from librarian.store.txn import Transaction
 
 
-def _tools_by_recipe(store: GitStore, tree: ObjectId | None) -> dict[str, str]:
-    return {n: t.recipe for n, t in committed_tools(store, tree).items()}
+def _tools_by_recipe(snapshot: Snapshot) -> dict[str, str]:
+    return {n: t.recipe for n, t in snapshot.tools.items()}
 
 
 def _same_directory(a: Path, b: Path) -> bool:
@@ -43,10 +43,9 @@ def revise(
     library: Library, name: str, source: Path, *, evidence: str | None = None
 ) -> Receipt:
     """Replace a retained item's content with ``source`` (same kind, same name)."""
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        item = require(store, tree, name, "retained", "revise")
-        content = load_source(source, library.config().policy)
+    with Transaction(library) as tx:
+        item = require(tx.base, name, "retained", "revise")
+        content = load_source(source, tx.base.policy)
         if content.kind != item.kind:
             raise UsageError(
                 f"wrong kind: {source} holds a {content.kind} ({MANIFEST_FILES[content.kind]})"
@@ -59,33 +58,24 @@ def revise(
                 f"{source} holds the {content.kind} {content.name!r}, not {item.name!r}",
                 hint="a revision keeps the item's name (the 'name:' in its manifest)",
             )
-        if store.files_tree(content.files) == item.tree:
+        if tx.store.files_tree(content.files) == item.tree:
             raise UsageError(
                 f"{source} is identical to the retained {item.path}; nothing to revise",
                 hint="edit the content first (see `librarian diff`)",
             )
-        old = committed_digest(library, store, item.tree)
+        old = committed_digest(tx.base, item.tree)
         new = content.digest
         # Revising from the item's own work-tree directory (edited in place) takes those
         # edits as the new revision instead of refusing them as edits in the way.
         in_place = _same_directory(source, library.path_of(item.path))
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"revise {item.kind} {item.name}",
-            trailers=[
-                ("Librarian-Event", "revise"),
-                ("Librarian-Item", item.path),
-                ("Librarian-Kind", item.kind),
-                ("Librarian-Previous-Digest", old),
-                ("Librarian-Digest", new),
-                ("Librarian-Evidence", evidence_text(evidence)),
-            ],
-            changes=[DirChange(item.path, content.files)],
-            overwrite_local=in_place,
-        )
-        stale = exposing_tools(_tools_by_recipe(store, tree), item.path)
+        tx.put_dir(item.path, content.files)
+        subject = f"revise {item.kind} {item.name}"
+        revision_trailers = trailers(
+            "revise", item=item.path, kind=item.kind, previous_digest=old, digest=new,
+            evidence=evidence_text(evidence))
+        result = (tx.commit_over_local_edits if in_place else tx.commit)(
+            subject, revision_trailers)
+        stale = exposing_tools(_tools_by_recipe(tx.base), item.path)
     warnings = list(content.warnings)
     warnings += [
         f"tool {tool} exposes the previous revision and is now stale: review the change, "
@@ -112,33 +102,19 @@ def revise(
 def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt:
     """Remove a retained item in one commit; refused while a tool exposes it."""
     why = reason_text(reason, required=False)
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        item = require(store, tree, name, "retained", "retire")
-        tools = exposing_tools(_tools_by_recipe(store, tree), item.path)
+    with Transaction(library) as tx:
+        item = require(tx.base, name, "retained", "retire")
+        tools = exposing_tools(_tools_by_recipe(tx.base), item.path)
         if tools:
             raise ConflictError(
                 f"{item.name} is exposed as tool {', '.join(tools)} in {TOOLS_FILE}",
                 hint="withdraw it first: "
                 + "; ".join(f"`librarian withdraw {tool}`" for tool in tools),
             )
-        digest = committed_digest(library, store, item.tree)
-        trailers = [
-            ("Librarian-Event", "retire"),
-            ("Librarian-Item", item.path),
-            ("Librarian-Kind", item.kind),
-            ("Librarian-Digest", digest),
-        ]
-        if why:
-            trailers.append(("Librarian-Reason", why))
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"retire {item.kind} {item.name}",
-            trailers=trailers,
-            changes=[DirChange(item.path, None)],
-        )
+        digest = committed_digest(tx.base, item.tree)
+        tx.put_dir(item.path, None)
+        result = tx.commit(f"retire {item.kind} {item.name}", trailers(
+            "retire", item=item.path, kind=item.kind, digest=digest, reason=why))
     details: dict[str, object] = {
         "event": "retire",
         "hint": f"bring it back with `librarian restore {item.name}`",
@@ -197,37 +173,24 @@ def restore(
 ) -> Receipt:
     """Bring back the last retained content of ``name`` (or the one at ``revision``)."""
     check_name(name, "item name")
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        existing = taken_by(store, tree, name)
+    with Transaction(library) as tx:
+        store = tx.store
+        existing = tx.base.taken_by(name)
         if existing is not None:
             raise ConflictError(
                 f"the name {name!r} is taken by {existing}",
                 hint="restore brings back a retired item; to go back to an earlier revision "
                 "of a retained one, use `librarian revise`",
             )
-        commit, kind, item_tree = _find_previous(store, base, name, revision)
+        commit, kind, item_tree = _find_previous(store, tx.base.commit, name, revision)
         path = f"{KIND_DIRS[kind]}/{name}"
-        content = validate_item(
-            store.read_files(item_tree), library.config().policy, expected_name=name,
-            where=f"{path} at {commit[:12]}",
-        )
+        item = Item(name, kind, "retained", path, item_tree)
+        content = tx.base.content(item, where=f"{path} at {commit[:12]}")
         digest = content.digest
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=f"restore {kind} {name}",
-            trailers=[
-                ("Librarian-Event", "restore"),
-                ("Librarian-Item", path),
-                ("Librarian-Kind", kind),
-                ("Librarian-Digest", digest),
-                ("Librarian-Restored-From", commit),
-                ("Librarian-Evidence", evidence_text(evidence)),
-            ],
-            changes=[DirChange(path, content.files)],
-        )
+        tx.put_dir(path, content.files)
+        result = tx.commit(f"restore {kind} {name}", trailers(
+            "restore", item=path, kind=kind, digest=digest, restored_from=commit,
+            evidence=evidence_text(evidence)))
     return Receipt(
         kind=f"restored_{kind}",
         name=name,

@@ -10,20 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from librarian.core.events import trailers
 from librarian.core.receipts import Receipt
 from librarian.errors import UsageError
-from librarian.formats.config import (
-    LIBRARY_FILE,
-    LibraryConfig,
-    dump_library_config,
-    load_library_config,
-)
-from librarian.ops.lifecycle import read_base
+from librarian.formats.config import LIBRARY_FILE, LibraryConfig, dump_library_config
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library, committed_items
-from librarian.store.resolve import find_item
 from librarian.store.statcache import DigestCache
-from librarian.store.txn import FileChange, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 Field = str  # "hidden" | "resident"
 
@@ -41,18 +35,15 @@ def resident(library: Library, name: str, *, on: bool = True) -> Receipt:
 
 
 def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Receipt:
-    with mutation(library) as store:
-        base, tree = read_base(store)
-        entry = store.lookup(tree, LIBRARY_FILE)
-        if entry is None:
-            raise UsageError(f"{LIBRARY_FILE} is not committed", hint="run `librarian check`")
-        config = load_library_config(store.read_blob(entry.sha), LIBRARY_FILE)
+    with Transaction(library) as tx:
+        store, tree = tx.store, tx.base.tree
+        config = tx.base.config
         current: tuple[str, ...] = getattr(config, field)
         if not on and name in current:
             # Taking a name off a list works even when the skill is gone (cleaning up).
             skill_name, path, digest = name, _path_of(store, tree, name), None
         else:
-            item = find_item(store, tree, name)
+            item = tx.base.find(name)
             if item.kind != "skill" or item.state == "draft":
                 what = "a draft" if item.state == "draft" else f"a {item.kind}"
                 raise UsageError(
@@ -73,19 +64,12 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
         updated: LibraryConfig = (
             replace(config, hidden=ordered) if field == "hidden"
             else replace(config, resident=ordered))
-        trailers = [("Librarian-Event", event), ("Librarian-Item", path)]
-        if field == "resident":
-            trailers.append(("Librarian-Resident", "on" if on else "off"))
         subject = f"{event} skill {skill_name}" + (
             "" if field == "hidden" else (" on" if on else " off"))
-        result = commit_changes(
-            library,
-            store,
-            base=base,
-            subject=subject,
-            trailers=trailers,
-            changes=[FileChange(LIBRARY_FILE, dump_library_config(updated))],
-        )
+        tx.put_file(LIBRARY_FILE, dump_library_config(updated))
+        result = tx.commit(subject, trailers(
+            event, item=path,
+            resident=None if field == "hidden" else ("on" if on else "off")))
         other = updated.resident if field == "hidden" else updated.hidden
         warning = None
         if on and skill_name in other:

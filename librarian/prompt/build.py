@@ -6,16 +6,12 @@ Only manifests are read: SKILL.md of each listed skill (once per item tree id, s
 
 from __future__ import annotations
 
-from typing import Any
-
-from librarian.core.model import MANIFEST_FILES, RecipeManifest
-from librarian.errors import UsageError
+from librarian.core.model import MANIFEST_FILES
 from librarian.formats.config import LIBRARY_FILE, load_library_config
-from librarian.formats.recipe import parse_recipe
 from librarian.formats.skillmd import parse_skill_md
 from librarian.gate.tools import ToolContract, tool_contracts
-from librarian.prompt.registry import (
-    ItemSummaries,
+from librarian.prompt.cache import ItemSummaries
+from librarian.prompt.model import (
     RecipeEntry,
     Registry,
     ResidentSkill,
@@ -23,49 +19,6 @@ from librarian.prompt.registry import (
 )
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Item, Library, committed_items
-
-
-def summarize(store: GitStore, item: Item) -> dict[str, Any]:
-    """What the registry needs from an item's manifest, or ``{"kind": "invalid", …}``."""
-    manifest_file = MANIFEST_FILES[item.kind]
-    entry = store.lookup(item.tree, manifest_file)
-    expected = item.name.split(":", 1)[-1]
-    try:
-        if entry is None:
-            raise UsageError(f"holds no {manifest_file}")
-        data = store.read_blob(entry.sha)
-        if item.kind == "skill":
-            skill = parse_skill_md(data, f"{item.path}/{manifest_file}")
-            if skill.name != expected:
-                raise UsageError(f"name {skill.name!r} does not match the directory")
-            return {"kind": "skill", "name": skill.name, "description": skill.description}
-        recipe = parse_recipe(data, f"{item.path}/{manifest_file}")
-        if recipe.name != expected:
-            raise UsageError(f"name {recipe.name!r} does not match the directory")
-        return {"kind": "recipe", **_recipe_summary(recipe)}
-    except UsageError as exc:
-        return {"kind": "invalid", "problem": exc.message}
-
-
-def _recipe_summary(recipe: RecipeManifest) -> dict[str, Any]:
-    effects = None
-    if recipe.effects is not None:
-        effects = {k: v for k, v in (("filesystem", recipe.effects.filesystem),
-                                     ("network", recipe.effects.network)) if v is not None}
-    return {
-        "name": recipe.name,
-        "description": recipe.description,
-        "execution": recipe.execution,
-        "environment": recipe.environment,
-        "inputs": [
-            {"name": i.name, "type": i.type, "required": i.required, "default": i.default,
-             "description": i.description}
-            for i in recipe.inputs
-        ],
-        "result": recipe.result,
-        "effects": effects,
-        "timeout": recipe.timeout,
-    }
 
 
 def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> Registry:

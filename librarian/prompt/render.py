@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from librarian.core.jsonable import to_jsonable
 from librarian.errors import UsageError
 from librarian.gate.tools import ToolContract
-from librarian.prompt.registry import RecipeEntry, Registry, SkillEntry
+from librarian.prompt.model import RecipeEntry, Registry, SkillEntry
 
 Format = Literal["xml", "markdown", "json"]
 FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")
@@ -309,8 +310,6 @@ def _tool_markdown(tool: ToolContract) -> list[str]:
 
 
 def prompt_document(view: PromptView) -> dict[str, Any]:
-    from librarian.cli.render import to_jsonable
-
     registry = view.registry
     document: dict[str, Any] = {
         "kind": "prompt",

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from librarian.core.events import trailers
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, TrustError, UsageError
@@ -25,25 +26,21 @@ from librarian.formats.config import (
     SourceConfig,
     dump_library_config,
     dump_lock,
-    load_library_config,
-    load_lock,
-    load_tools,
 )
 from librarian.sources.backups import back_up
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
-    committed_config,
-    committed_library_yaml,
-    committed_lock,
     installed_items,
     source_ref,
 )
 from librarian.sources.upstream import collection_path, compile_patterns
+from librarian.store.changes import FileChange
 from librarian.store.gitremote import parse_remote, strip_credentials, url_problem
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import SpecialFileError, WorkTreeCache
-from librarian.store.txn import DirChange, FileChange, check_unmodified, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP_LIKE = re.compile(r"^[^/:]+:")  # [user@]host:path, as dulwich reads it
@@ -83,12 +80,6 @@ def normalise_url(url: str) -> str:
     return str(path.absolute())
 
 
-def _committed(store: GitStore) -> tuple[ObjectId | None, ObjectId | None, bytes]:
-    base = store.head()
-    tree = store.tree_of(base)
-    return base, tree, committed_library_yaml(store, tree)
-
-
 def refuse_trust(trust: tuple[str, ...]) -> None:
     """``trust:`` keys demand signed releases (spec §7), which this version cannot verify;
     a subscription that ``update`` would have to refuse is not recorded at all."""
@@ -119,24 +110,20 @@ def add_source(
         raise UsageError(f"invalid ref {ref!r}")
     compile_patterns(include, "include")
     compile_patterns(exclude, "exclude")
-    with mutation(library) as store:
-        base, tree, data = _committed(store)
-        config = load_library_config(data)
+    with Transaction(library) as tx:
+        config = tx.base.config
         if name in config.sources:
             raise ConflictError(f"the source name {name!r} is taken",
                                 hint="`librarian source list`; remove it first or pick another")
-        if store.lookup(tree, collection_path(name)) is not None:
+        if tx.base.lookup(collection_path(name)) is not None:
             raise ConflictError(f"{collection_path(name)} already exists in the library")
         source = SourceConfig(url=url, ref=ref, include=include, exclude=exclude)
         sources = dict(config.sources)
         sources[name] = source
         new_data = dump_library_config(replace(config, sources=sources))
-        result = commit_changes(
-            library, store, base=base, subject=f"source-add {name}",
-            trailers=[("Librarian-Event", "source-add"), ("Librarian-Source", name),
-                      ("Librarian-Url", strip_credentials(url)), ("Librarian-Ref", ref)],
-            changes=[FileChange(LIBRARY_FILE, new_data)],
-        )
+        tx.put_file(LIBRARY_FILE, new_data)
+        result = tx.commit(f"source-add {name}", trailers(
+            "source-add", source=name, url=strip_credentials(url), ref=ref))
     return Receipt(
         kind="source_added", name=name, path=collection_path(name), digest=None,
         commit=result.commit,
@@ -149,29 +136,29 @@ def add_source(
 def list_sources(library: Library) -> tuple[SourceInfo, ...]:
     """The committed subscriptions (what ``update`` follows) with their pins."""
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
-        config = committed_config(store, tree)
-        locked = committed_lock(store, tree)
-        fetched = store.refs_under(SOURCE_REF_PREFIX.encode())
-        out = []
-        for name, source in sorted(config.sources.items()):
-            pin = locked.get(name)
-            ref = fetched.get(source_ref(name))
-            out.append(SourceInfo(name, strip_credentials(source.url), source.ref,
-                                  source.include, source.exclude,
-                                  pin.commit if pin else None, len(pin.items) if pin else 0,
-                                  ref.decode() if ref else None))
+        return source_infos(Snapshot.head(library, store))
+
+
+def source_infos(snapshot: Snapshot) -> tuple[SourceInfo, ...]:
+    """The subscriptions of ``snapshot`` with their pins and fetch refs."""
+    fetched = snapshot.store.refs_under(SOURCE_REF_PREFIX.encode())
+    out = []
+    for name, source in sorted(snapshot.config.sources.items()):
+        pin = snapshot.lock.get(name)
+        ref = fetched.get(source_ref(name))
+        out.append(SourceInfo(name, strip_credentials(source.url), source.ref,
+                              source.include, source.exclude,
+                              pin.commit if pin else None, len(pin.items) if pin else 0,
+                              ref.decode() if ref else None))
     return tuple(out)
 
 
 def remove_source(library: Library, name: str, *, force: bool = False) -> Receipt:
-    with mutation(library) as store:
-        base, tree, data = _committed(store)
-        config = load_library_config(data)
+    with Transaction(library) as tx:
+        store, tree, base, config = tx.store, tx.base.tree, tx.base.commit, tx.base.config
         if name not in config.sources:
             raise UsageError(f"no source named {name!r}", hint="`librarian source list`")
-        _refuse_exposed(store, tree, name)
+        _refuse_exposed(tx.base, name)
         edited = local_edits(library, store, tree, name)
         backup = None
         if edited:
@@ -182,24 +169,16 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Receip
                 )
             backup = back_up(library, store, base, name, edited, f"source-remove {name}")
         sources = {k: v for k, v in config.sources.items() if k != name}
-        changes: list[DirChange | FileChange] = [
-            FileChange(LIBRARY_FILE, dump_library_config(replace(config, sources=sources))),
-            DirChange(collection_path(name), None),
-        ]
-        lock_entry = store.lookup(tree, LOCK_FILE)
-        if lock_entry is not None:
-            locked = load_lock(store.read_blob(lock_entry.sha))
-            if name in locked:
-                del locked[name]
-                changes.append(FileChange(LOCK_FILE, dump_lock(locked)))
-        trailers = [("Librarian-Event", "source-remove"), ("Librarian-Source", name)]
-        if backup is not None:
-            trailers.append(("Librarian-Backup", backup.ref))
-        for change in changes:
-            if isinstance(change, FileChange):  # the collection was judged item by item
-                check_unmodified(library, store, tree, change)
-        result = commit_changes(library, store, base=base, subject=f"source-remove {name}",
-                                trailers=trailers, changes=changes, overwrite_local=True)
+        files = [FileChange(LIBRARY_FILE, dump_library_config(replace(config, sources=sources)))]
+        if name in tx.base.lock:
+            locked = {k: v for k, v in tx.base.lock.items() if k != name}
+            files.append(FileChange(LOCK_FILE, dump_lock(locked)))
+        for change in files:  # the collection itself was judged item by item
+            tx.check_unmodified(change)
+            tx.change(change)
+        tx.put_dir(collection_path(name), None)
+        result = tx.commit_over_local_edits(f"source-remove {name}", trailers(
+            "source-remove", source=name, backup=backup.ref if backup else None))
         fetched = store.ref(source_ref(name))
         if fetched is not None:
             store.delete_ref(source_ref(name))
@@ -210,13 +189,10 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Receip
                    commit=result.commit, details=details)
 
 
-def _refuse_exposed(store: GitStore, tree: ObjectId | None, name: str) -> None:
+def _refuse_exposed(snapshot: Snapshot, name: str) -> None:
     """Tools in tools.yaml pointing into the collection would dangle once it is gone."""
-    entry = store.lookup(tree, TOOLS_FILE)
-    if entry is None:
-        return
     inside = collection_path(name) + "/"
-    tools = sorted(tool for tool, spec in load_tools(store.read_blob(entry.sha)).items()
+    tools = sorted(tool for tool, spec in snapshot.tools.items()
                    if spec.recipe.startswith(inside))
     if tools:
         raise ConflictError(

@@ -21,12 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
+from librarian.core.events import trailers
 from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
     LOCK_FILE,
-    LibraryConfig,
-    LockedSource,
     SourceConfig,
     dump_lock,
 )
@@ -37,9 +36,6 @@ from librarian.sources.plan import (
     Action,
     PlannedItem,
     SourcePlan,
-    committed_config,
-    committed_library_yaml,
-    committed_lock,
     installed_items,
     lock_entry,
     plan_source,
@@ -47,17 +43,12 @@ from librarian.sources.plan import (
     source_ref,
 )
 from librarian.sources.upstream import collection_path
+from librarian.store.changes import FileChange
 from librarian.store.gitremote import fetch_ref, strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, make_tree
 from librarian.store.library import Library
-from librarian.store.txn import (
-    FileChange,
-    TreeChange,
-    check_unmodified,
-    commit_changes,
-    crash_point,
-    mutation,
-)
+from librarian.store.snapshot import Snapshot
+from librarian.store.txn import Transaction, crash_point
 
 __all__ = [
     "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
@@ -114,13 +105,12 @@ def update(
     force: bool = False,
     progress: Progress | None = None,
 ) -> UpdateReport:
-    with mutation(library) as store:
-        base = store.head()
-        base_tree = store.tree_of(base)
+    with Transaction(library) as tx:
+        store = tx.store
         # The committed library.yaml, never the work tree's: an uncommitted edit can
         # neither add a source nor redirect one (nor loosen the policy).
-        config = committed_config(store, base_tree)
-        notes = _uncommitted_config_note(library, store, base_tree)
+        config = tx.base.config
+        notes = _uncommitted_config_note(tx.base)
         if not config.sources and not names:
             return UpdateReport("update", (), None, dry_run=dry_run, up_to_date=True,
                                 warnings=notes)
@@ -128,8 +118,8 @@ def update(
         _refuse_unverifiable(chosen)
         previous = {name: store.ref(source_ref(name)) for name in chosen}
         try:
-            return _fetch_plan_apply(library, store, base, base_tree, chosen, config, notes,
-                                     dry_run=dry_run, force=force, progress=progress)
+            return _fetch_plan_apply(tx, chosen, notes, dry_run=dry_run, force=force,
+                                     progress=progress)
         except BaseException:
             # A refused or failed update changes nothing, the fetch refs included (a
             # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
@@ -150,18 +140,15 @@ def _restore_refs(store: GitStore, previous: Mapping[str, ObjectId | None]) -> N
 
 
 def _fetch_plan_apply(
-    library: Library,
-    store: GitStore,
-    base: ObjectId | None,
-    base_tree: ObjectId | None,
+    tx: Transaction,
     chosen: Mapping[str, SourceConfig],
-    config: LibraryConfig,
     notes: tuple[str, ...],
     *,
     dry_run: bool,
     force: bool,
     progress: Progress | None,
 ) -> UpdateReport:
+    library, store, base_tree = tx.library, tx.store, tx.base.tree
     fetched = {}
     for name, source in chosen.items():
         if progress is not None:
@@ -169,10 +156,10 @@ def _fetch_plan_apply(
         fetched[name] = fetch_ref(store, source.url, source.ref, into=source_ref(name),
                                   have=store.ref(source_ref(name)), progress=progress)
     crash_point("update-after-fetch")
-    locked = committed_lock(store, base_tree)
+    locked = tx.base.lock
     plans = tuple(
         plan_source(library, store, base_tree, name, source, locked.get(name),
-                    fetched[name].commit, config.policy)
+                    fetched[name].commit, tx.base.policy)
         for name, source in chosen.items()
     )
     warnings = notes + tuple(skip_warnings(plans))
@@ -186,11 +173,11 @@ def _fetch_plan_apply(
                             warnings=warnings)
     if conflicts and not force:
         raise UpdateConflict(plans)
-    check_unmodified(library, store, base_tree, FileChange(LOCK_FILE, None))
-    backups = _back_up_conflicts(library, store, base, plans) if conflicts else ()
+    tx.check_unmodified(FileChange(LOCK_FILE, None))
+    backups = _back_up_conflicts(library, store, tx.base.commit, plans) if conflicts else ()
     crash_point("update-after-backup")
     resolved = tuple(_resolve_conflicts(p) for p in plans)
-    commit = _commit(library, store, base, base_tree, resolved, locked, backups)
+    commit = _commit(tx, resolved, backups)
     stale = _stale_tools(store, base_tree, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
                         stale_tools=stale, warnings=warnings)
@@ -228,14 +215,12 @@ def _refuse_unverifiable(chosen: Mapping[str, SourceConfig]) -> None:
     )
 
 
-def _uncommitted_config_note(
-    library: Library, store: GitStore, base_tree: ObjectId | None
-) -> tuple[str, ...]:
+def _uncommitted_config_note(snapshot: Snapshot) -> tuple[str, ...]:
     try:
-        work = library.path_of(LIBRARY_FILE).read_bytes()
+        work = snapshot.library.path_of(LIBRARY_FILE).read_bytes()
     except OSError:
         work = None
-    if work == committed_library_yaml(store, base_tree):
+    if work == snapshot.library_yaml:
         return ()
     return (f"{LIBRARY_FILE} has uncommitted changes: update follows the committed sources "
             "and policy; commit the edit for it to take effect",)
@@ -268,19 +253,11 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
                       tuple(items), plan.skipped, plan.filtered_out)
 
 
-def _commit(
-    library: Library,
-    store: GitStore,
-    base: ObjectId | None,
-    base_tree: ObjectId | None,
-    plans: Sequence[SourcePlan],
-    locked: Mapping[str, LockedSource],
-    backups: Sequence[Backup],
-) -> str:
-    new_locked = dict(locked)
-    root = base_tree
-    changes: list[TreeChange | FileChange] = []
-    trailers: list[tuple[str, str]] = [("Librarian-Event", "update")]
+def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup]) -> str:
+    store = tx.store
+    new_locked = dict(tx.base.lock)
+    root = tx.base.tree
+    pairs: list[tuple[str, str]] = []
     summaries = []
     for plan in plans:
         upstream_trees = _collection_trees(store, plan)
@@ -289,24 +266,20 @@ def _commit(
         root = store.with_path(root, collection_path(plan.source),
                                TreeEntry(MODE_TREE, collection) if collection else None)
         new_locked[plan.source] = lock_entry(plan)
-        trailers += [("Librarian-Source", plan.source), ("Librarian-Upstream", plan.new_commit)]
+        pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
             tree = upstream_trees.get(item.path)
-            changes.append(TreeChange(item.library_path, tree,
-                                      item.upstream if tree is not None else None))
-            trailers.append(("Librarian-Item", item.library_path))
+            tx.put_tree(item.library_path, tree, item.upstream if tree is not None else None)
+            pairs.append(("Item", item.library_path))
         counts = plan.counts()
         summaries.append(f"{plan.source} ({counts['add']} added, {counts['update']} updated, "
                          f"{counts['remove']} removed)")
-    trailers += [("Librarian-Backup", b.ref) for b in backups]
     lock_data = dump_lock(new_locked)
     root = store.with_path(root, LOCK_FILE, TreeEntry(MODE_FILE, store.blob(lock_data)))
-    changes.append(FileChange(LOCK_FILE, lock_data))
-    result = commit_changes(
-        library, store, base=base, subject="update " + ", ".join(summaries),
-        trailers=trailers, changes=changes, overwrite_local=True, root_tree=root,
-        allow_empty=True,
-    )
+    tx.put_file(LOCK_FILE, lock_data)
+    assert root is not None
+    result = tx.commit_tree(root, "update " + ", ".join(summaries), trailers(
+        "update", *pairs, backup=[b.ref for b in backups]))
     return result.commit
 
 

@@ -125,6 +125,11 @@ class Item:
     path: str  # library path, e.g. skills/pdf
     tree: ObjectId
 
+    @property
+    def bare_name(self) -> str:
+        """The directory name: ``pdf`` for ``team:pdf``."""
+        return self.name.split(":", 1)[-1]
+
 
 def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
     entries = store.tree_items(tree)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
+from librarian.store.apply import discard, swap_in
 from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
-from librarian.store.txn import discard, swap_in
 
 
 def recover_library(library: Library) -> str | None:
@@ -19,22 +19,17 @@ def recover_library(library: Library) -> str | None:
 
 def recover(library: Library, store: GitStore) -> str | None:
     """Finish or roll back an interrupted transaction. Returns what was done, or None."""
-    try:
-        journal = json.loads(library.journal_path.read_bytes())
-    except FileNotFoundError:
+    journal = Journal.read(library)
+    if journal is None:
         return _sweep(library)
-    except ValueError:
-        # A torn journal cannot exist (atomic_write); treat garbage as nothing to do.
-        library.journal_path.unlink()
-        return _sweep(library)
-    tx, new = str(journal["tx"]), str(journal["new"]).encode()
-    head = store.ref(str(journal["branch"]).encode())
+    new = journal.new.encode()
+    head = store.ref(journal.branch.encode())
     if head is not None and _reaches(store, head, new):
-        swap_in(library, store, tx, list(journal["paths"]), store.commit(new).tree)
-        outcome = f"finished the interrupted change {new.decode()[:12]}"
+        swap_in(library, store, journal.tx, journal.paths, store.commit(new).tree)
+        outcome = f"finished the interrupted change {journal.new[:12]}"
     else:
         outcome = "rolled back an interrupted change (nothing had been committed)"
-    discard(library, tx)
+    discard(library, journal.tx)
     return outcome
 
 

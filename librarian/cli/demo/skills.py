@@ -4,8 +4,8 @@ made resident, and shows up in what the agent sees (``prompt``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import receipt_text, review_text
 from librarian.ops.lifecycle import defer, promote
 from librarian.ops.retention import retain
@@ -14,9 +14,6 @@ from librarian.ops.visibility import resident
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
 from librarian.store.library import Library
-
-if TYPE_CHECKING:
-    from librarian.cli.demo.tour import DemoStep
 
 DRAFT_NAME = "release-notes"
 DRAFT_SKILL = f"""---
@@ -32,8 +29,6 @@ description: Write release notes from the commits since the last tag, grouped by
 
 
 def tour(library: Library, workspace: Path) -> list[DemoStep]:
-    from librarian.cli.demo.tour import DemoStep  # imported here: demo.py imports this module
-
     steps: list[DemoStep] = []
     source = workspace / "captured" / DRAFT_NAME
     source.mkdir(parents=True, exist_ok=True)

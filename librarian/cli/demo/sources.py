@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from librarian.cli.demo.tour import DemoStep
+from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import error_line, receipt_text, update_report_text
+from librarian.core.events import trailers
 from librarian.core.model import ItemFile
 from librarian.core.resources import examples_dir
 from librarian.errors import ConflictError
@@ -21,7 +22,7 @@ from librarian.ops.retention import retain
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import outdated, update
 from librarian.store.library import Library
-from librarian.store.txn import DirChange, commit_changes, mutation
+from librarian.store.txn import Transaction
 
 SOURCE = "team"
 
@@ -81,14 +82,8 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
 def _publish_upstream_change(shared: Library) -> None:
     """What ``revise`` does upstream: one commit with a new revision of the skill."""
     path = "skills/commit-message"
-    with mutation(shared) as store:
-        base = store.head()
-        tree = store.tree_of(base)
-        entry = store.lookup(tree, path)
-        assert entry is not None
-        files = list(store.read_files(entry.sha))
+    with Transaction(shared) as tx:
         files = [ItemFile(f.path, f.executable, f.data + b"\n7. Wrap the body at 72 columns.\n")
-                 if f.path == "SKILL.md" else f for f in files]
-        commit_changes(shared, store, base=base, subject="revise skill commit-message",
-                       trailers=[("Librarian-Event", "revise"), ("Librarian-Item", path)],
-                       changes=[DirChange(path, tuple(files))])
+                 if f.path == "SKILL.md" else f for f in tx.base.files(tx.base.find(path))]
+        tx.put_dir(path, tuple(files))
+        tx.commit("revise skill commit-message", trailers("revise", item=path))

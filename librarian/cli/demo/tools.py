@@ -7,7 +7,7 @@ import dataclasses
 import io
 from pathlib import Path
 
-from librarian.cli.demo.tour import DemoStep
+from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import (
     approval_review_text,
     error_line,

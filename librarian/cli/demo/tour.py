@@ -7,9 +7,12 @@ way, so the transcript is what a user would see typing the commands.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from librarian.cli.demo import skills as demo_skills
+from librarian.cli.demo import sources as demo_sources
+from librarian.cli.demo import tools as demo_tools
+from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import log_text, receipt_text, status_text
 from librarian.core.resources import examples_dir
 from librarian.errors import UsageError
@@ -19,13 +22,6 @@ from librarian.ops.history import read_log
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
 from librarian.store.library import Library
-
-
-@dataclass(frozen=True)
-class DemoStep:
-    title: str
-    command: str
-    output: str
 
 
 def run_demo(directory: Path | None = None) -> list[DemoStep]:
@@ -58,11 +54,6 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
     steps.append(DemoStep("Review it as a patch", "librarian diff", diff_library(library)))
     steps.append(DemoStep("The audit trail: retention events with their git trailers",
                           "librarian log -n 3", log_text(read_log(library, limit=3))))
-
-    # Later chapters import this module for DemoStep, so they are imported here.
-    from librarian.cli.demo import skills as demo_skills
-    from librarian.cli.demo import sources as demo_sources
-    from librarian.cli.demo import tools as demo_tools
 
     for chapter in (demo_skills, demo_tools, demo_sources):
         steps += chapter.tour(library, workspace)

@@ -1,0 +1,205 @@
+"""Applying a commit to the work tree: staging, the swap by renames, its undo, the index.
+
+Used by the transaction (``txn``) on the way forward and by ``recovery`` to finish a change
+whose branch already moved; every step here is idempotent for that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from librarian.content.worktree import NotRegularFile, hash_work_dir, iter_work_files, write_files
+from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
+from librarian.core.fsutil import fsync_dir, write_file_durably
+from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.store.changes import Change, DirChange, FileChange, TreeChange
+from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.store.library import Library
+
+
+def _committed_entry(store: GitStore, base_tree: ObjectId | None, path: str) -> TreeEntry | None:
+    return store.lookup(base_tree, path)
+
+
+def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | None,
+                     change: Change) -> None:
+    """The work tree at ``change.path`` must hold what ``base_tree`` holds there, so the
+    change cannot clobber a local edit (or an untracked directory)."""
+    target = library.path_of(change.path)
+    committed = _committed_entry(store, base_tree, change.path)
+    exists = target.exists() or target.is_symlink()
+    if committed is None:
+        if exists:
+            raise ConflictError(
+                f"{change.path} already exists in the work tree but is not committed",
+                hint="move it away (or retain it) first",
+                path=str(target),
+            )
+        return
+    if not exists:
+        raise ConflictError(
+            f"{change.path} is missing from the work tree",
+            hint="run `librarian status`; restore it with `git checkout -- " + change.path + "`",
+        )
+    if isinstance(change, FileChange):
+        current = blob_sha1(target.read_bytes()) if target.is_file() else b""
+        same = current == committed.sha
+    else:
+        try:
+            work = hash_work_dir(target) if target.is_dir() else None
+        except NotRegularFile:
+            work = None
+        same = work is not None and work.tree_sha1 == committed.sha
+    if not same:
+        raise ConflictError(
+            f"{change.path} has local edits that this command would overwrite",
+            hint="see `librarian diff`; commit or revert them first",
+            path=str(target),
+        )
+
+
+def undo(
+    library: Library,
+    store: GitStore,
+    tx: str,
+    paths: Sequence[str],
+    done: list[tuple[str, int]],
+    base: ObjectId | None,
+    new: ObjectId,
+) -> None:
+    if base is None:
+        return  # the branch was born here: `init` removes the whole library itself
+    stage, trash = library.stage_dir / tx, library.trash_dir / tx
+    for step, number in reversed(done):
+        target = library.path_of(paths[number])
+        if step == "placed":
+            target.rename(stage / str(number))
+        else:  # "moved": the old content back into place
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (trash / str(number)).rename(target)
+    store.set_ref(store.branch(), new, base, b"librarian: undo an unfinished change")
+    discard(library, tx)
+
+
+def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
+    stage.mkdir(parents=True)
+    for number, change in enumerate(changes):
+        slot = stage / str(number)
+        if isinstance(change, DirChange) and change.files:
+            write_files(slot, change.files)
+        elif isinstance(change, FileChange) and change.data is not None:
+            write_file_durably(slot, change.data)
+        elif isinstance(change, TreeChange) and change.tree is not None:
+            write_files(slot, store.read_files(change.tree))
+            _verify_staged(slot, change)
+    fsync_dir(stage)
+
+
+def _verify_staged(slot: Path, change: TreeChange) -> None:
+    """The staged copy must be exactly the planned content (digest and git tree id)."""
+    staged = hash_work_dir(slot)
+    ok = staged is not None and staged.tree_sha1 == change.tree and (
+        change.digest is None or staged.digest == change.digest)
+    if not ok:
+        raise TrustError(
+            f"{change.path}: the staged content does not match the planned digest "
+            f"{change.digest or ''}".rstrip(),
+            hint="the object store may be damaged; run `git fsck`",
+        )
+
+
+def swap_in(
+    library: Library,
+    store: GitStore,
+    tx: str,
+    paths: Sequence[str],
+    new_tree: ObjectId,
+    done: list[tuple[str, int]] | None = None,
+) -> None:
+    """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
+    records each rename ("moved" old content to trash, "placed" new content) for ``_undo``."""
+    stage, trash = library.stage_dir / tx, library.trash_dir / tx
+    steps = done if done is not None else []
+    for number, path in enumerate(paths):
+        target, slot = library.path_of(path), stage / str(number)
+        desired = store.lookup(new_tree, path)
+        if slot.exists() or slot.is_symlink() or desired is None:
+            if target.exists() or target.is_symlink():
+                trash.mkdir(parents=True, exist_ok=True)
+                target.rename(trash / str(number))
+                steps.append(("moved", number))
+            if desired is not None:
+                _make_parents(target.parent)
+                slot.rename(target)
+                steps.append(("placed", number))
+            if target.parent.is_dir():  # removing a path whose parent is gone already
+                fsync_dir(target.parent)
+        elif not (target.exists()):
+            # Roll-forward after the stage was lost: rebuild from the object store.
+            _materialize(store, desired, target)
+    _update_index(library, store, paths, new_tree)
+
+
+def _make_parents(directory: Path) -> None:
+    """Create ``directory`` and missing parents, fsyncing each new entry's parent."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir()
+        fsync_dir(path.parent)
+
+
+def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
+    _make_parents(target.parent)
+    if entry.mode == MODE_TREE:
+        write_files(target, store.read_files(entry.sha))
+    else:
+        data = store.read_blob(entry.sha)
+        write_file_durably(target, data, executable=entry.mode == MODE_EXECUTABLE)
+    fsync_dir(target.parent)
+
+
+def _update_index(
+    library: Library, store: GitStore, paths: Sequence[str], new_tree: ObjectId
+) -> None:
+    entries: list[IndexEntry] = []
+    for path in paths:
+        desired = store.lookup(new_tree, path)
+        if desired is None:
+            continue
+        target = library.path_of(path)
+        if desired.mode == MODE_TREE:
+            committed = dict(store.walk(desired.sha, path + "/"))
+            for work in iter_work_files(target, path + "/"):
+                entry = committed[work.path]
+                entries.append(IndexEntry(work.path, bytes.fromhex(entry.sha.decode()),
+                                          entry.mode, work.stat))
+        else:
+            entries.append(IndexEntry(path, bytes.fromhex(desired.sha.decode()), desired.mode,
+                                      target.lstat()))
+    try:
+        splice_index(library.index_path, remove_prefixes=list(paths), add=entries)
+    except IndexLockedError:
+        raise ConflictError(
+            "the git index is locked (.git/index.lock exists)",
+            hint="another git command is running; nothing was changed: run the command "
+            "again when it is done (or remove a stale .git/index.lock)",
+        ) from None
+    except IndexFormatError as exc:
+        raise UsageError(f"cannot update the git index: {exc}") from None
+
+
+def discard(library: Library, tx: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        library.journal_path.unlink()
+        fsync_dir(library.state_dir)
+    for directory in (library.stage_dir, library.trash_dir):
+        shutil.rmtree(directory / tx, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another transaction's leftovers keep it
+            directory.rmdir()

@@ -1,0 +1,43 @@
+"""What a transaction changes: a directory, a top-level file, or a path set to a stored tree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from librarian.core.model import ItemFile
+from librarian.store.gitstore import ObjectId
+
+
+@dataclass(frozen=True)
+class DirChange:
+    """Set a directory to ``files``; ``None`` removes it."""
+
+    path: str
+    files: tuple[ItemFile, ...] | None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """Set a top-level file such as tools.yaml to ``data``; ``None`` removes it."""
+
+    path: str
+    data: bytes | None
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """Set a directory to a tree already in the object store (e.g. fetched from a source);
+    ``None`` removes it. When ``digest`` is given, the staged copy must hash to it."""
+
+    path: str
+    tree: ObjectId | None
+    digest: str | None = None
+
+
+Change = DirChange | FileChange | TreeChange
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    commit: str  # hex id of the new commit
+    base: str | None

@@ -1,0 +1,114 @@
+"""The library as committed at one commit: a ``Snapshot``.
+
+Every command reads policy, visibility, sources, tools and pins from here: the committed
+``library.yaml`` is the one truth (spec §2), an uncommitted edit takes effect once it is
+committed. Parsed files are kept on the snapshot, so a command parses each at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from librarian.content.validate import validate_item
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile, Policy
+from librarian.errors import UsageError
+from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
+    TOOLS_FILE,
+    LibraryConfig,
+    LockedSource,
+    ToolEntry,
+    load_library_config,
+    load_lock,
+    load_tools,
+)
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
+from librarian.store.library import Item, Library, committed_items
+from librarian.store.resolve import find_item
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """One commit of one library (``commit`` None: the unborn branch, an empty tree)."""
+
+    library: Library
+    store: GitStore
+    commit: ObjectId | None
+    tree: ObjectId | None
+
+    @classmethod
+    def at(cls, library: Library, store: GitStore, commit: ObjectId | None) -> Snapshot:
+        return cls(library, store, commit, store.tree_of(commit))
+
+    @classmethod
+    def head(cls, library: Library, store: GitStore) -> Snapshot:
+        return cls.at(library, store, store.head())
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def lookup(self, path: str) -> TreeEntry | None:
+        return self.store.lookup(self.tree, path)
+
+    def read(self, path: str) -> bytes | None:
+        """A committed file's bytes, or None when the path holds no file."""
+        entry = self.lookup(path)
+        return None if entry is None or entry.mode == 0o040000 else self.store.read_blob(
+            entry.sha)
+
+    # -- the committed configuration ----------------------------------------------------
+
+    @cached_property
+    def library_yaml(self) -> bytes:
+        data = self.read(LIBRARY_FILE)
+        if data is None:
+            raise UsageError(f"{LIBRARY_FILE} is not committed", hint="restore it with git")
+        return data
+
+    @cached_property
+    def config(self) -> LibraryConfig:
+        return load_library_config(self.library_yaml, LIBRARY_FILE)
+
+    @property
+    def policy(self) -> Policy:
+        return self.config.policy
+
+    @cached_property
+    def tools(self) -> dict[str, ToolEntry]:
+        data = self.read(TOOLS_FILE)
+        return load_tools(data, TOOLS_FILE) if data is not None else {}
+
+    @cached_property
+    def lock(self) -> dict[str, LockedSource]:
+        data = self.read(LOCK_FILE)
+        return load_lock(data) if data is not None else {}
+
+    # -- items ---------------------------------------------------------------------------
+
+    def items(self) -> Iterator[Item]:
+        return committed_items(self.store, self.tree)
+
+    def find(self, name: str) -> Item:
+        """The item a user names: ``pdf``, ``team:pdf`` or a library path (exit 2 if none)."""
+        return find_item(self.store, self.tree, name)
+
+    def taken_by(self, name: str) -> str | None:
+        """The library path already using ``name`` (one name space for skills, recipes and
+        drafts), or None."""
+        for directory in (*KIND_DIRS.values(), DRAFTS_DIR):
+            if self.lookup(f"{directory}/{name}") is not None:
+                return f"{directory}/{name}"
+        return None
+
+    def files(self, item: Item) -> tuple[ItemFile, ...]:
+        return self.store.read_files(item.tree)
+
+    def content(self, item: Item, *, tree: ObjectId | None = None,
+                where: str | None = None) -> ItemContent:
+        """The item's committed files judged by the same rules as any admission, under
+        this commit's policy (``tree``: another revision of it, e.g. one being restored)."""
+        files = self.store.read_files(tree if tree is not None else item.tree)
+        return validate_item(files, self.policy, expected_name=item.bare_name,
+                             where=where or item.path)

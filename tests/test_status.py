@@ -113,6 +113,22 @@ def test_modified_top_level_file(stocked: Path, capsys: pytest.CaptureFixture[st
     assert {f["path"]: f["status"] for f in document["files"]}["tools.yaml"] == "modified"
 
 
+def test_an_uncommitted_library_yaml_edit_is_modified_with_a_hint_and_not_obeyed(
+    stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """library.yaml as committed is the one truth: a work-tree edit is shown, not obeyed."""
+    path = stocked / "library.yaml"
+    path.write_text(path.read_text().replace("max_item_files: 2000", "max_item_files: 1"))
+    code, document = status_json(capsys, stocked, "--check")
+    assert code == 3
+    assert {f["path"]: f["status"] for f in document["files"]}["library.yaml"] == "modified"
+    assert any("commit the edit" in hint for hint in document["hints"])
+    assert run_main(capsys, "--library", str(stocked), "status").out.count("hint: ") == 1
+    # The edited bound (one file per item) is not in force until it is committed.
+    src = make_skill(sources, "two-files", extra_files={"notes.md": "n"})
+    assert run_main(capsys, "--library", str(stocked), "retain", str(src)).code == 0
+
+
 @requires_git
 def test_exec_bit_change_is_drift(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (stocked / "skills" / "alpha" / "notes" / "a.md").chmod(0o755)

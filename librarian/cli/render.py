@@ -43,6 +43,7 @@ def status_text(report: StatusReport) -> str:
               if t.status == "stale"]
     if not lines:
         return f"clean: {len(report.items)} items, {len(report.tools)} tools"
+    lines += [f"hint: {hint}" for hint in report.hints]
     return "\n".join(lines)
 
 

@@ -23,6 +23,9 @@ from librarian.store.statcache import DigestCache, SpecialFileError, WorkTreeCac
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
+CONFIG_HINT = (f"{LIBRARY_FILE} has uncommitted changes: every command follows the committed "
+               f"{LIBRARY_FILE}; commit the edit for it to take effect "
+               f"(`git commit {LIBRARY_FILE}`)")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class StatusReport:
     items: tuple[ItemStatus, ...]
     tools: tuple[ToolStatus, ...]
     files: tuple[FileStatus, ...]
+    hints: tuple[str, ...] = ()  # what to do about what is listed
 
     @property
     def clean(self) -> bool:
@@ -113,10 +117,13 @@ def library_status(library: Library) -> StatusReport:
         # (`check` says why it does not belong).
         untracked = tuple(FileStatus(path, "untracked") for path in strays
                           if store.lookup(tree, path) is None)
+        files = (*_file_statuses(library, store, tree), *untracked)
         report = StatusReport(
             items=tuple(_item_statuses(library, store, items, present, work_cache, digests)),
             tools=tuple(_tool_statuses(library, store, tree, digests)),
-            files=(*_file_statuses(library, store, tree), *untracked),
+            files=files,
+            hints=tuple(CONFIG_HINT for f in files
+                        if f.path == LIBRARY_FILE and f.status == "modified"),
         )
         work_cache.save()
         digests.save()

@@ -85,6 +85,15 @@ def test_json_errors_print_exactly_one_document(
         assert line == f"librarian: error: {document['error']}{hint}"
 
 
+def test_a_json_error_names_the_path_it_is_about(
+    stocked: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-skill"
+    result = run_main(capsys, "--library", str(stocked), "retain", str(missing), "--json")
+    assert result.code == 2
+    assert json.loads(result.out)["path"] == str(missing)
+
+
 def test_dirty_status_check_exits_3(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(skill_md("alpha", "Edited."))
     assert run_main(capsys, "--library", str(stocked), "status", "--check").code == 3

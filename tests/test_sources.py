@@ -200,6 +200,9 @@ def test_add_refuses_any_credential_in_the_url_without_echoing_it(
     "git@-oProxyCommand=true:x.git",
     "ftp://example.org/x.git",
     "ssh:///x.git",
+    "ext::sh -c touch% /tmp/pwned",
+    "fd::17",
+    "x::y",
 ])
 def test_add_refuses_hostile_or_unusable_urls_with_exit_2(
     library: Path, capsys: Cap, url: str

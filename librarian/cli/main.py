@@ -85,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
-        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json, exc.details)
+        # The path an error is about goes into the JSON document; the one human line
+        # already names it.
+        context = {"path": exc.path} if exc.path is not None else {}
+        _fail(" ".join(exc.message.split("\n")), exc.exit_code, exc.hint, as_json,
+              {**context, **exc.details})
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.exceptions.NoArgsIsHelpError as exc:  # `librarian` or `librarian source`

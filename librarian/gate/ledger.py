@@ -21,7 +21,6 @@ from librarian.store.library import Library
 
 LEDGER_FILE = "usage.jsonl"
 SUCCESS = frozenset({"succeeded"})
-FAILURE = frozenset({"failed", "timed_out", "lost"})
 REFUSED = "refused"
 
 

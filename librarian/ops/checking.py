@@ -32,7 +32,8 @@ from librarian.formats.config import (
     load_lock,
     load_tools,
 )
-from librarian.store.gitstore import GitStore, index_entries
+from librarian.store.gitindex import read_index
+from librarian.store.gitstore import GitStore
 from librarian.store.library import Library
 
 Loader = Callable[[], bytes]
@@ -72,8 +73,11 @@ def _work_entries(root: Path) -> Iterable[Entry]:
 def _index_entries(
     library: Library, store: GitStore, index_file: Path | None
 ) -> Iterable[Entry]:
-    for path, mode, sha in index_entries(library.root, index_file):
-        yield path, mode, functools.partial(store.read_blob, sha)
+    # ``index_file``: the temporary index git hands a hook for ``commit -a`` or ``commit
+    # PATHS``; relative to the library root. A conflicted path has no stage-0 entry.
+    for record in read_index(library.root / (index_file or Path(".git", "index"))):
+        if record.stage == 0:
+            yield record.path, record.mode, functools.partial(store.read_blob, record.sha)
 
 
 def _group(entries: Iterable[Entry]) -> tuple[dict[str, list[Entry]], dict[str, Entry], list[str]]:

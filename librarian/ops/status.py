@@ -13,13 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from librarian.content.worktree import NotRegularFile
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
 from librarian.gate.tools import committed_tools, tool_state
 from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
 from librarian.store.library import Item, Library, committed_items
-from librarian.store.statcache import DigestCache, SpecialFileError, WorkTreeCache
+from librarian.store.statcache import DigestCache, WorkTreeCache
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
@@ -146,7 +147,7 @@ def _item_statuses(
             item.state == "managed" and _is_real_dir(library, item.path))
         try:
             work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
-        except SpecialFileError:
+        except NotRegularFile:
             work = None
         if work is not None and work.tree_sha1 == item.tree:
             digests.remember(item.tree, work.digest)
@@ -160,7 +161,7 @@ def _item_statuses(
     for path in sorted(present - committed_paths):
         try:
             work = work_cache.item_hash(path, f"{root}/{path}")
-        except SpecialFileError:
+        except NotRegularFile:
             work = None
         kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
         yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",

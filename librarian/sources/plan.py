@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from librarian.content.worktree import ItemHash
+from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.errors import UsageError
 from librarian.formats.config import (
@@ -37,7 +37,7 @@ from librarian.sources.upstream import (
 from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
-from librarian.store.statcache import SpecialFileError, WorkTreeCache
+from librarian.store.statcache import WorkTreeCache
 
 SOURCE_REF_PREFIX = "refs/librarian/sources/"
 Action = Literal["add", "update", "remove", "keep", "conflict"]
@@ -76,10 +76,6 @@ class SourcePlan:
     @property
     def conflicts(self) -> tuple[PlannedItem, ...]:
         return tuple(i for i in self.items if i.action == "conflict")
-
-    @property
-    def kept_edits(self) -> tuple[PlannedItem, ...]:
-        return tuple(i for i in self.items if i.action == "keep" and i.local_edit)
 
     def counts(self) -> dict[str, int]:
         out = {a: 0 for a in ("add", "update", "remove", "keep", "conflict")}
@@ -185,7 +181,7 @@ def _work_hash(
         return "special"
     try:
         return cache.item_hash(library_path, str(target))
-    except SpecialFileError:
+    except NotRegularFile:
         return "special"
 
 

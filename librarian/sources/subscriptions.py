@@ -11,10 +11,10 @@ reads the committed ``library.yaml``, never the work tree's.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from librarian.content.worktree import NotRegularFile
 from librarian.core.events import trailers
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
@@ -39,11 +39,8 @@ from librarian.store.gitremote import parse_remote, strip_credentials, url_probl
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import SpecialFileError, WorkTreeCache
+from librarian.store.statcache import WorkTreeCache
 from librarian.store.txn import Transaction
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_SCP_LIKE = re.compile(r"^[^/:]+:")  # [user@]host:path, as dulwich reads it
 
 
 @dataclass(frozen=True)
@@ -63,10 +60,10 @@ def normalise_url(url: str) -> str:
     url = url.strip()
     if not url:
         raise UsageError("the URL is empty")
-    if _SCHEME.match(url) or _SCP_LIKE.match(url):
+    if parse_remote(url) is not None:
         problem = url_problem(url)
         if problem is not None:  # the message never shows a secret the URL holds
-            shown = strip_credentials(url) if parse_remote(url) is not None else "the URL"
+            shown = strip_credentials(url)
             raise UsageError(
                 f"{shown}: {problem}",
                 hint="a URL is a local path, file://, git://, http(s):// or ssh; credentials "
@@ -217,7 +214,7 @@ def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
             continue
         try:
             work = cache.item_hash(library_path, str(target))
-        except SpecialFileError:
+        except NotRegularFile:
             work = None
         if work is None or work.tree_sha1 != committed:
             edited.append(library_path)

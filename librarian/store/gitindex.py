@@ -386,12 +386,32 @@ def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
     _write_locked(index_path, lambda _current: [header, *(blob for _, blob in encoded)])
 
 
-def read_index_paths(index_path: Path) -> list[str]:
-    """Paths of all entries in index order (a conflicted path once per stage); [] if absent."""
+@dataclass(frozen=True)
+class IndexRecord:
+    """One entry as read back: path, mode, hex blob id and merge stage (0 unless conflicted)."""
+
+    path: str
+    mode: int
+    sha: bytes  # 40 hex digits
+    stage: int
+
+
+def read_index(index_path: Path) -> list[IndexRecord]:
+    """Every entry in index order (a conflicted path once per stage); [] if absent."""
     try:
         data = index_path.read_bytes()
     except FileNotFoundError:
         return []
     scan = _scan(data)
-    names = scan.names if scan.names is not None else map(scan.name_at, range(scan.count))
-    return [os.fsdecode(name) for name in names]
+    out = []
+    for i in range(scan.count):
+        off = scan.offsets[i]
+        flags = data[off + 60] << 8 | data[off + 61]
+        out.append(IndexRecord(os.fsdecode(scan.name_at(i)), _U32.unpack_from(data, off + 24)[0],
+                               data[off + 40:off + 60].hex().encode(), (flags >> 12) & 3))
+    return out
+
+
+def read_index_paths(index_path: Path) -> list[str]:
+    """Paths of all entries in index order (a conflicted path once per stage); [] if absent."""
+    return [record.path for record in read_index(index_path)]

@@ -111,6 +111,10 @@ def url_problem(url: str) -> str | None:
     remote = parse_remote(url)
     if remote is None:
         return "the URL cannot be read as scheme://host/path or [user@]host:path"
+    if remote.scheme is None and remote.path.startswith(":"):
+        # git's <transport>::<address> (ext::, fd::): dulwich would take it for an ssh host
+        return (f"the {remote.host}:: transport is not supported "
+                f"(use {', '.join(sorted(SCHEMES))}, an ssh user@host:path or a local path)")
     if remote.scheme is not None and remote.scheme.lower() not in SCHEMES:
         return (f"the URL scheme {remote.scheme!r} is not supported "
                 f"(use {', '.join(sorted(SCHEMES))}, an ssh user@host:path or a local path)")

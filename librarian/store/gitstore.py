@@ -69,7 +69,7 @@ class GitStore:
         repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(DEFAULT_BRANCH))
         config = repo.get_config()
         # Foreground auto-gc would repack the whole store in pure Python (see
-        # docs/design.md); librarian never needs it and git users can run gc themselves.
+        # docs/decisions.md); librarian never needs it and git users can run gc themselves.
         config.set((b"gc",), b"auto", b"0")
         config.set((b"core",), b"autocrlf", b"false")
         config.write_to_path()
@@ -375,27 +375,6 @@ def blob_sha1(data: bytes) -> ObjectId:
     import hashlib
 
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
-
-
-def index_entries(root: Path, index_file: Path | None = None) -> list[tuple[str, int, ObjectId]]:
-    """Stage-0 entries of the git index as (path, mode, hex blob id), for ``check --staged``
-    (a full read is fine there: it runs once per plain-git commit, not per retention).
-    ``index_file``: the temporary index git hands a hook for ``commit -a`` or ``commit
-    PATHS``; relative paths are relative to ``root``."""
-    from dulwich.index import Index
-
-    index_path = root / (index_file or Path(".git", "index"))
-    if not index_path.exists():
-        return []
-    index = Index(str(index_path))
-    out = []
-    for path, entry in index.iteritems():
-        mode = getattr(entry, "mode", None)
-        sha = getattr(entry, "sha", None)
-        if mode is None or sha is None:  # a conflicted path: no single stage-0 entry
-            continue
-        out.append((bytes(path).decode("utf-8", "surrogateescape"), int(mode), bytes(sha)))
-    return out
 
 
 def make_tree(store: GitStore, entries: Mapping[str, TreeEntry]) -> ObjectId | None:

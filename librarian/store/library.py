@@ -12,12 +12,7 @@ from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_
 from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
-    TOOLS_FILE,
-    LibraryConfig,
-    ToolEntry,
-    load_library_config,
 )
-from librarian.formats.config import load_tools as _load_tools
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 
 STATE_DIR = "librarian"  # inside .git/
@@ -66,21 +61,6 @@ class Library:
 
     def store(self) -> GitStore:
         return GitStore(self.root)
-
-    def config(self) -> LibraryConfig:
-        """library.yaml as it stands in the work tree (policy edits apply at once)."""
-        path = self.root / LIBRARY_FILE
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"{path} is missing", hint="restore it with git checkout") from None
-        return load_library_config(data, str(path))
-
-    def tools(self) -> dict[str, ToolEntry]:
-        path = self.root / TOOLS_FILE
-        if not path.exists():
-            return {}
-        return _load_tools(path.read_bytes(), str(path))
 
 
 def is_library(path: Path) -> bool:

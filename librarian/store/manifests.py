@@ -20,7 +20,7 @@ def summarize(store: GitStore, item: Item) -> dict[str, Any]:
     """What the registry needs from an item's manifest, or ``{"kind": "invalid", …}``."""
     manifest_file = MANIFEST_FILES[item.kind]
     entry = store.lookup(item.tree, manifest_file)
-    expected = item.name.split(":", 1)[-1]
+    expected = item.bare_name
     try:
         if entry is None:
             raise UsageError(f"holds no {manifest_file}")

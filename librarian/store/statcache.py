@@ -51,10 +51,6 @@ def _save(path: Path, entries: dict[str, Any]) -> None:
         atomic_write(path, json.dumps({"version": _VERSION, "entries": entries}).encode())
 
 
-class SpecialFileError(Exception):
-    """The directory holds a symlink or special file: it cannot be clean."""
-
-
 _STAT = struct.Struct("<qqqqI")
 
 
@@ -100,7 +96,7 @@ def _full_scan(directory: str, racy_after_ns: int) -> Scan:
                     records.append((prefix + entry.name, pack(
                         st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)))
                 else:
-                    raise SpecialFileError(entry.path)
+                    raise NotRegularFile(Path(entry.path))
     records.sort()
     return Scan(_digest_records(records), racy, dirs, [name for name, _ in records])
 
@@ -141,7 +137,7 @@ class WorkTreeCache:
         self._racy_after_ns = time.time_ns() - RACY_SECONDS * 1_000_000_000
 
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
-        """Ids of ``directory``; None when it holds no files. Raises SpecialFileError."""
+        """Ids of ``directory``; None when it holds no files. Raises NotRegularFile."""
         cached = self._entries.get(key)
         if isinstance(cached, list) and len(cached) == 5:
             try:
@@ -158,10 +154,7 @@ class WorkTreeCache:
             self._seen[key] = cached if scan.racy else [*cached[:3], scan.dirs, scan.files]
             self._dirty = self._dirty or not scan.racy
             return ItemHash(cached[1].encode(), cached[2]) if cached[1] else None
-        try:
-            ids = hash_work_dir(Path(directory))
-        except NotRegularFile as exc:  # appeared between the scan and the read
-            raise SpecialFileError(str(directory)) from exc
+        ids = hash_work_dir(Path(directory))  # NotRegularFile: one appeared since the scan
         if not scan.racy:
             self._seen[key] = [scan.signature, ids.tree_sha1.decode() if ids else "",
                                ids.digest if ids else "", scan.dirs, scan.files]

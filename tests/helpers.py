@@ -309,3 +309,10 @@ def commit_config_edit(library: Path, old: str, new: str) -> None:
     assert old in text, old
     hand_commit(Library(library), "edit library.yaml", [],
                 [FileChange("library.yaml", text.replace(old, new).encode())])
+
+
+def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> CliResult:
+    """``librarian --library LIBRARY ARGS…`` in process: the one way tests run a command on
+    a library (plain helpers such as ``refused`` call it too, so it is a function rather
+    than a fixture)."""
+    return run_main(capsys, "--library", str(library), *args)

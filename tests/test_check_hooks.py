@@ -11,11 +11,11 @@ import pytest
 from helpers import (
     VENV_BIN,
     assert_one_error_line,
+    cli,
     git,
     head,
     make_skill,
     requires_git,
-    run_main,
     skill_md,
     write,
 )
@@ -30,9 +30,6 @@ def stocked(library: Path, sources: Path) -> Path:
     retain(Library(library), make_skill(sources, "alpha"))
     return library
 
-
-def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def test_check_passes_on_a_clean_library(

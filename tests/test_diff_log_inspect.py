@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    cli,
     git,
     git_text,
     head,
@@ -41,9 +42,6 @@ def stocked(library: Path, sources: Path) -> Path:
     retain(lib, make_skill(sources, "beta"), draft=True)
     return library
 
-
-def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 # -- diff ----------------------------------------------------------------------------------

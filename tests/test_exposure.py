@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from helpers import (
     assert_one_error_line,
+    cli,
     commit_config_edit,
     commit_count,
     hand_commit,
     head,
     library_state,
-    run_main,
     tree_snapshot,
     write,
 )
@@ -42,9 +42,6 @@ def make_recipe(base: Path, name: str, *, environment: str = "shell", result: st
     write(root / "run.sh", script, 0o755)
     return root
 
-
-def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def head_event(library: Path) -> dict[str, str]:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, run_main, write
+from helpers import assert_one_error_line, cli, write
 
 from librarian.errors import UsageError
 from librarian.gate import checks as gate
@@ -36,9 +36,6 @@ def make_recipe(base: Path, name: str, script: str = MARK_SCRIPT, *,
     write(root / "run.sh", script, 0o755)
     return root
 
-
-def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def ledger(library: Path) -> list[dict[str, object]]:

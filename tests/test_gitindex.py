@@ -24,15 +24,16 @@ from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.store import gitindex
+from librarian.store import indexscan
 from librarian.store.gitindex import (
     IndexEntry,
     IndexFormatError,
     IndexLockedError,
     build_index,
-    read_index_paths,
     splice_index,
 )
+from librarian.store.indexscan import read_index as scan_records
+from librarian.store.indexscan import read_index_paths
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 
@@ -151,7 +152,7 @@ def _split_entries(ls_debug: str) -> list[str]:
 def extension_signatures(index: Path) -> list[bytes]:
     data = index.read_bytes()
     version, count = struct.unpack_from(">LL", data, 4)
-    pos, sigs = gitindex._scan_v2(data, count, version)[-1], []
+    pos, sigs = indexscan._scan_v2(data, count, version)[-1], []
     while pos < len(data) - 20:
         sigs.append(data[pos : pos + 4])
         pos += 8 + struct.unpack_from(">L", data, pos + 4)[0]
@@ -531,3 +532,43 @@ def test_benchmark_script_runs() -> None:
         capture_output=True, text=True, check=True, cwd=PROJECT,
     )  # fmt: skip
     assert "splice (add a new 5-file dir)" in done.stdout
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_read_index_agrees_with_git_ls_files_on_a_conflicted_index(
+    tmp_path: Path, version: str
+) -> None:
+    """Modes, blob ids and merge stages as git lists them, a conflicted path per stage."""
+    import subprocess
+
+    def run(*args: str, check: bool = True) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=check,
+                              capture_output=True, text=True, env={
+                                  "PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                                  "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                  "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                              }).stdout
+
+    run("init", "-q", "-b", "main")
+    (tmp_path / "same.txt").write_text("same\n")
+    (tmp_path / "both.txt").write_text("base\n")
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    run("add", "-A")
+    run("commit", "-qm", "base")
+    run("checkout", "-qb", "other")
+    (tmp_path / "both.txt").write_text("theirs\n")
+    run("commit", "-qam", "theirs")
+    run("checkout", "-q", "main")
+    (tmp_path / "both.txt").write_text("ours\n")
+    run("commit", "-qam", "ours")
+    run("merge", "-q", "other", check=False)  # conflicts in both.txt
+    run("update-index", "--index-version", version)
+    expected = []
+    for line in run("ls-files", "-s").splitlines():
+        info, path = line.split("\t")
+        mode, sha, stage = info.split()
+        expected.append((path, int(mode, 8), sha.encode(), int(stage)))
+    got = [(r.path, r.mode, r.sha, r.stage) for r in scan_records(tmp_path / ".git" / "index")]
+    assert got == expected
+    assert {r.stage for r in scan_records(tmp_path / ".git" / "index")} == {0, 1, 2, 3}

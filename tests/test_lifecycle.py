@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import (
     GIT,
     assert_git_consistent,
     assert_one_error_line,
+    cli,
     commit_count,
     committed_policy,
     hand_commit,
@@ -19,7 +19,6 @@ from helpers import (
     library_state,
     make_recipe,
     make_skill,
-    run_main,
     trailers,
     tree_snapshot,
 )
@@ -36,9 +35,6 @@ from librarian.store.library import Library
 
 Capsys = pytest.CaptureFixture[str]
 
-
-def cli(capsys: Capsys, library: Path, *args: str) -> Any:
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def last_trailers(library: Path) -> dict[str, str]:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import run_main, write
+from helpers import cli, write
 
 from librarian.core.model import RecipeEffects, RecipeInput, RecipeManifest
 from librarian.gate import checks as gate
@@ -76,9 +76,6 @@ def retained(library: Path, sources: Path, name: str, script: str, **kw: object)
     approve(lib, name)
     return lib
 
-
-def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def test_sync_shell_run_with_typed_inputs_scrubbed_env_and_exit_code(

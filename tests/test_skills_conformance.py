@@ -10,14 +10,13 @@ import os
 import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import (
     assert_git_consistent,
+    cli,
     hand_commit,
     library_state,
-    run_main,
     skill_md,
     tree_snapshot,
     write,
@@ -31,9 +30,6 @@ Capsys = pytest.CaptureFixture[str]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
 TTF = b"\x00\x01\x00\x00\x00\x0f" + bytes(reversed(range(256))) * 8
 
-
-def cli(capsys: Capsys, library: Path, *args: str) -> Any:
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def frontmatter(name: str, description: str, extra: str = "") -> str:

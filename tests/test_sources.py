@@ -8,11 +8,11 @@ import pytest
 from helpers import (
     GIT,
     assert_one_error_line,
+    cli,
     commit_count,
     git,
     head,
     requires_git,
-    run_main,
     trailers,
     tree_snapshot,
 )
@@ -31,15 +31,12 @@ def upstream(tmp_path: Path) -> Upstream:
     return up
 
 
-def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
-
 
 def test_add_records_the_source_in_one_commit_and_fetches_nothing(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     before = commit_count(library)
-    result = lib(capsys, library, "source", "add", "team", upstream.url, "--ref", "main",
+    result = cli(capsys, library, "source", "add", "team", upstream.url, "--ref", "main",
                  "--include", "skills/*", "--exclude", "skills/old-*", "--json")
     assert result.code == 0, result.err
     receipt = result.json
@@ -61,7 +58,7 @@ def test_add_makes_local_paths_absolute(
     library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(upstream.path.parent)
-    assert lib(capsys, library, "source", "add", "team", "up.git").code == 0
+    assert cli(capsys, library, "source", "add", "team", "up.git").code == 0
     config = load_library_config((library / "library.yaml").read_bytes())
     assert config.sources["team"].url == str(upstream.path)
 
@@ -69,19 +66,19 @@ def test_add_makes_local_paths_absolute(
 def test_add_refuses_a_taken_name_invalid_names_and_passwords(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
     old = head(library)
-    taken = lib(capsys, library, "source", "add", "team", upstream.url)
+    taken = cli(capsys, library, "source", "add", "team", upstream.url)
     assert taken.code == 3
     assert "taken" in assert_one_error_line(taken.err)
     for bad in ("Team", "-team", "a--b", "x" * 65):
-        assert lib(capsys, library, "source", "add", bad, upstream.url).code == 2
-    secret = lib(capsys, library, "source", "add", "web",
+        assert cli(capsys, library, "source", "add", bad, upstream.url).code == 2
+    secret = cli(capsys, library, "source", "add", "web",
                  "https://alice:s3cret@example.org/lib.git")
     assert secret.code == 2 and "s3cret" not in secret.err
-    missing = lib(capsys, library, "source", "add", "gone", "/no/such/repository")
+    missing = cli(capsys, library, "source", "add", "gone", "/no/such/repository")
     assert missing.code == 2
-    bad_ref = lib(capsys, library, "source", "add", "ref", upstream.url, "--ref", "a..b")
+    bad_ref = cli(capsys, library, "source", "add", "ref", upstream.url, "--ref", "a..b")
     assert bad_ref.code == 2
     assert head(library) == old
 
@@ -89,13 +86,13 @@ def test_add_refuses_a_taken_name_invalid_names_and_passwords(
 def test_list_shows_sources_and_their_pins(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
-    listed = lib(capsys, library, "source", "list", "--json").json
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
+    listed = cli(capsys, library, "source", "list", "--json").json
     assert listed["kind"] == "sources"
     assert listed["sources"][0]["name"] == "team" and listed["sources"][0]["commit"] is None
-    assert "not installed yet" in lib(capsys, library, "source", "list").out
-    assert lib(capsys, library, "update").code == 0
-    entry = lib(capsys, library, "source", "list", "--json").json["sources"][0]
+    assert "not installed yet" in cli(capsys, library, "source", "list").out
+    assert cli(capsys, library, "update").code == 0
+    entry = cli(capsys, library, "source", "list", "--json").json["sources"][0]
     assert entry["commit"] == upstream.commits[-1] and entry["items"] == 2
     assert entry["fetched"] == upstream.commits[-1]
 
@@ -103,37 +100,37 @@ def test_list_shows_sources_and_their_pins(
 def test_remove_drops_the_subscription_the_collection_and_the_pin_in_one_commit(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert cli(capsys, library, "update").code == 0
     before = commit_count(library)
-    result = lib(capsys, library, "source", "remove", "team", "--json")
+    result = cli(capsys, library, "source", "remove", "team", "--json")
     assert result.code == 0, result.err
     assert result.json["kind"] == "source_removed"
     assert commit_count(library) == before + 1
     assert not (library / "sources" / "team").exists()
     assert load_lock((library / "librarian.lock").read_bytes()) == {}
     assert load_library_config((library / "library.yaml").read_bytes()).sources == {}
-    assert lib(capsys, library, "source", "list", "--json").json["sources"] == []
+    assert cli(capsys, library, "source", "list", "--json").json["sources"] == []
     if GIT:
         assert ("Librarian-Event", "source-remove") in trailers(library)
         assert git(library, "status", "--porcelain").stdout == b""
-    assert lib(capsys, library, "source", "remove", "team").code == 2
+    assert cli(capsys, library, "source", "remove", "team").code == 2
 
 
 @requires_git
 def test_remove_with_local_edits_is_refused_unless_forced_with_a_backup(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert cli(capsys, library, "update").code == 0
     edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     mine = edited.read_bytes() + b"local\n"
     edited.write_bytes(mine)
     old, snapshot = head(library), tree_snapshot(library)
-    refused = lib(capsys, library, "source", "remove", "team")
+    refused = cli(capsys, library, "source", "remove", "team")
     assert refused.code == 3 and "sources/team/skills/pdf" in refused.err
     assert head(library) == old and tree_snapshot(library) == snapshot
-    forced = lib(capsys, library, "source", "remove", "team", "--force", "--json")
+    forced = cli(capsys, library, "source", "remove", "team", "--force", "--json")
     assert forced.code == 0, forced.err
     assert not (library / "sources" / "team").exists()
     restore = forced.json["restore"][0]
@@ -160,7 +157,7 @@ def test_add_refuses_trust_keys_because_signed_releases_are_not_supported(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     old = head(library)
-    result = lib(capsys, library, "source", "add", "team", upstream.url,
+    result = cli(capsys, library, "source", "add", "team", upstream.url,
                  "--trust", "ed25519:AAAAC3NzaC1lZDI1NTE5AAAAIB")
     assert result.code == 4, result.err
     line = assert_one_error_line(result.err)
@@ -184,12 +181,12 @@ def test_add_refuses_any_credential_in_the_url_without_echoing_it(
     library: Path, capsys: Cap, url: str, secret: str
 ) -> None:
     old = head(library)
-    result = lib(capsys, library, "source", "add", "web", url)
+    result = cli(capsys, library, "source", "add", "web", url)
     assert result.code == 2, result.err
     assert_one_error_line(result.err)
     assert secret not in result.err + result.out
     assert head(library) == old
-    as_json = lib(capsys, library, "source", "add", "web", url, "--json")
+    as_json = cli(capsys, library, "source", "add", "web", url, "--json")
     assert as_json.code == 2 and secret not in as_json.out + as_json.err
 
 
@@ -208,7 +205,7 @@ def test_add_refuses_hostile_or_unusable_urls_with_exit_2(
     library: Path, capsys: Cap, url: str
 ) -> None:
     old = head(library)
-    result = lib(capsys, library, "source", "add", "web", url)
+    result = cli(capsys, library, "source", "add", "web", url)
     assert result.code == 2, result.err
     assert_one_error_line(result.err)
     assert head(library) == old
@@ -224,7 +221,7 @@ def test_add_refuses_hostile_or_unusable_urls_with_exit_2(
 def test_add_accepts_ssh_user_names_and_plain_urls(
     library: Path, capsys: Cap, url: str
 ) -> None:
-    result = lib(capsys, library, "source", "add", "web", url, "--json")
+    result = cli(capsys, library, "source", "add", "web", url, "--json")
     assert result.code == 0, result.err
     assert load_library_config((library / "library.yaml").read_bytes()).sources["web"].url == url
     assert result.json["url"] == url
@@ -233,21 +230,21 @@ def test_add_accepts_ssh_user_names_and_plain_urls(
 def test_remove_is_refused_while_a_tool_exposes_one_of_its_recipes(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", upstream.url).code == 0
-    assert lib(capsys, library, "update").code == 0
-    exposed = lib(capsys, library, "expose", "team:review", "--as", "review")
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert cli(capsys, library, "update").code == 0
+    exposed = cli(capsys, library, "expose", "team:review", "--as", "review")
     if "No such command" in exposed.err:
         pytest.skip("expose is not registered yet")
     assert exposed.code == 0, exposed.err
     old, snapshot = head(library), tree_snapshot(library)
     for extra in ((), ("--force",)):
-        refused = lib(capsys, library, "source", "remove", "team", *extra)
+        refused = cli(capsys, library, "source", "remove", "team", *extra)
         assert refused.code == 3, refused.err
         assert "review" in assert_one_error_line(refused.err)
         assert "(hint: withdraw it first: `librarian withdraw review`" in refused.err
         assert head(library) == old and tree_snapshot(library) == snapshot
-    assert lib(capsys, library, "withdraw", "review").code == 0
-    removed = lib(capsys, library, "source", "remove", "team")
+    assert cli(capsys, library, "withdraw", "review").code == 0
+    removed = cli(capsys, library, "source", "remove", "team")
     assert removed.code == 0, removed.err
     assert "sources/team" not in (library / "tools.yaml").read_text()
 
@@ -257,13 +254,13 @@ def test_inspect_and_list_show_urls_without_credentials(
 ) -> None:
     from sources_helpers import edit_source
 
-    assert lib(capsys, library, "source", "add", "team", "https://example.org/lib.git").code == 0
+    assert cli(capsys, library, "source", "add", "team", "https://example.org/lib.git").code == 0
     edit_source(library, "team", url="https://alice:s3cretpass@example.org/lib.git?t=tok3n")
-    inspected = lib(capsys, library, "inspect", "sources", "--json")
+    inspected = cli(capsys, library, "inspect", "sources", "--json")
     assert inspected.code == 0, inspected.err
     assert inspected.json["sources"][0]["url"] == "https://example.org/lib.git"
-    human = lib(capsys, library, "inspect", "sources")
-    listed = lib(capsys, library, "source", "list", "--json")
+    human = cli(capsys, library, "inspect", "sources")
+    listed = cli(capsys, library, "source", "list", "--json")
     assert listed.json["sources"][0]["url"] == "https://example.org/lib.git"
     everything = human.out + human.err + inspected.out + listed.out
     assert "s3cretpass" not in everything and "tok3n" not in everything

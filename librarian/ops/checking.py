@@ -32,8 +32,8 @@ from librarian.formats.config import (
     load_lock,
     load_tools,
 )
-from librarian.store.gitindex import read_index
 from librarian.store.gitstore import GitStore
+from librarian.store.indexscan import read_index
 from librarian.store.library import Library
 
 Loader = Callable[[], bytes]

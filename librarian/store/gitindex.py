@@ -16,35 +16,23 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import struct
-from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-_HEADER = struct.Struct(">4sLL")
-# ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha-1, flags: 62 bytes.
-_ENTRY = struct.Struct(">10L20sH")
-_U32 = struct.Struct(">L")
-_FLAG_EXTENDED = 0x4000
-_NAME_MASK = 0x0FFF
-_TRAILER = 20
-_MODES = frozenset({0o100644, 0o100755, 0o120000, 0o160000})
-# REUC (resolve-undo) is keyed by path, not by entry position, so it survives a splice. All
-# other optional extensions (TREE, UNTR, FSMN, EOIE, IEOT, unknown) are dropped: they hold
-# positions, offsets or caches that would be stale, and git rebuilds them when it wants them.
-_KEEP_EXTENSIONS = frozenset({b"REUC"})
-# Required extensions that change what the entries mean; splicing around them would corrupt.
-_REFUSED = {
-    b"link": "the index is split (core.splitIndex); run `git update-index --no-split-index`",
-    b"sdir": "the index is sparse (index.sparse); run `git sparse-checkout disable`",
-}
+from librarian.store.indexscan import (
+    ENTRY,
+    HEADER,
+    MODES,
+    NAME_MASK,
+    IndexFormatError,
+    IndexScan,
+    scan_index,
+)
 
-
-class IndexFormatError(Exception):
-    """The index cannot be updated safely (corrupt, split, sparse, or unsupported)."""
+__all__ = ["IndexEntry", "IndexFormatError", "IndexLockedError", "build_index", "splice_index"]
 
 
 class IndexLockedError(Exception):
@@ -59,124 +47,6 @@ class IndexEntry:
     blob_sha: bytes  # 20-byte raw SHA-1 of the blob
     mode: int  # 0o100644 or 0o100755 (symlinks and gitlinks are accepted too)
     stat: os.stat_result  # lstat of the file in the work tree, for the cached stat fields
-
-
-@dataclass
-class _Scan:
-    data: bytes
-    version: int
-    offsets: array[int]  # start of every entry, plus the end of the last one
-    names: list[bytes] | None  # decoded names, for version 4 only
-    keep: list[memoryview]  # raw extension blocks to carry over
-
-    def name_at(self, i: int) -> bytes:
-        if self.names is not None:
-            return self.names[i]
-        data, off = self.data, self.offsets[i]
-        flags = data[off + 60] << 8 | data[off + 61]
-        start = off + (64 if flags & _FLAG_EXTENDED else 62)
-        length = flags & _NAME_MASK
-        # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
-        end = start + length if length < _NAME_MASK else data.index(b"\0", start + length)
-        return data[start:end]
-
-    @classmethod
-    def empty(cls) -> _Scan:
-        return cls(b"", 2, array("Q", [_HEADER.size]), None, [])
-
-    @property
-    def count(self) -> int:
-        return len(self.offsets) - 1
-
-    def find(self, key: bytes) -> int:
-        """Position of the first entry whose name sorts at or after ``key`` (git's order)."""
-        return bisect_left(range(self.count), key, key=self.name_at)
-
-
-def _scan(data: bytes) -> _Scan:
-    if len(data) < _HEADER.size + _TRAILER:
-        raise IndexFormatError("index file is truncated")
-    signature, version, count = _HEADER.unpack_from(data)
-    if signature != b"DIRC" or version not in (2, 3, 4):
-        raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
-    trailer = data[-_TRAILER:]
-    # An all-zero trailer is git's index.skipHash; anything else must match (a SHA-256
-    # repository's index fails here too, which is right: its entries are laid out differently).
-    if trailer != bytes(_TRAILER) and hashlib.sha1(data[:-_TRAILER]).digest() != trailer:
-        raise IndexFormatError("index checksum mismatch")
-    try:
-        if version == 4:
-            offsets, names = _scan_v4(data, count)
-        else:
-            offsets, names = _scan_v2(data, count, version), None
-    except (IndexError, ValueError):
-        raise IndexFormatError("index entries are truncated or malformed") from None
-    if offsets[-1] > len(data) - _TRAILER:
-        raise IndexFormatError("index entries run past the end of the file")
-    return _Scan(data, version, offsets, names, _extensions(data, offsets[-1]))
-
-
-def _scan_v2(data: bytes, count: int, version: int) -> array[int]:
-    # The hot loop of a splice: integers only, no per-entry objects kept.
-    offsets = array("Q", bytes(8 * (count + 1)))
-    off = _HEADER.size
-    extended_ok = version == 3
-    for i in range(count):
-        offsets[i] = off
-        flags = data[off + 60] << 8 | data[off + 61]
-        length = flags & _NAME_MASK
-        fixed = 64 if flags & _FLAG_EXTENDED else 62
-        if fixed == 64 and not extended_ok:
-            raise IndexFormatError("extended flags in a version 2 index")
-        if length == _NAME_MASK:
-            length = data.index(b"\0", off + fixed + length) - off - fixed
-        # 1 to 8 NULs pad the entry to a multiple of 8 bytes.
-        off += (fixed + length + 8) & ~7
-    offsets[count] = off
-    return offsets
-
-
-def _scan_v4(data: bytes, count: int) -> tuple[array[int], list[bytes]]:
-    offsets = array("Q", bytes(8 * (count + 1)))
-    names: list[bytes] = []
-    off, prev = _HEADER.size, b""
-    for i in range(count):
-        offsets[i] = off
-        pos = off + (64 if data[off + 60] & 0x40 else 62)
-        # git's offset varint (varint.c), not LEB128: bytes to strip from the previous name.
-        byte = data[pos]
-        strip = byte & 0x7F
-        while byte & 0x80:
-            pos += 1
-            byte = data[pos]
-            strip = ((strip + 1) << 7) | (byte & 0x7F)
-        if strip > len(prev):
-            raise IndexFormatError("bad prefix compression in a version 4 index")
-        end = data.index(b"\0", pos + 1)
-        prev = prev[: len(prev) - strip] + data[pos + 1 : end]
-        names.append(prev)
-        off = end + 1
-    offsets[count] = off
-    return offsets, names
-
-
-def _extensions(data: bytes, pos: int) -> list[memoryview]:
-    keep: list[memoryview] = []
-    limit = len(data) - _TRAILER
-    while pos < limit:
-        signature = data[pos : pos + 4]
-        end = pos + 8 + _U32.unpack_from(data, pos + 4)[0]  # safe: the trailer follows
-        if pos + 8 > limit or end > limit:
-            raise IndexFormatError("truncated index extension")
-        if signature in _REFUSED:
-            raise IndexFormatError(_REFUSED[signature])
-        # Lower-case signatures are extensions a reader must understand to use the index.
-        if not 0x41 <= signature[0] <= 0x5A:
-            raise IndexFormatError(f"unsupported required index extension {signature!r}")
-        if signature in _KEEP_EXTENSIONS:
-            keep.append(memoryview(data)[pos:end])
-        pos = end
-    return keep
 
 
 def _encode_path(path: str) -> bytes:
@@ -199,10 +69,10 @@ def _stat_fields(st: os.stat_result, mode: int) -> tuple[int, ...]:
 
 def _encode_entry(entry: IndexEntry) -> tuple[bytes, bytes]:
     name = _encode_path(entry.path)
-    if len(entry.blob_sha) != 20 or entry.mode not in _MODES:
+    if len(entry.blob_sha) != 20 or entry.mode not in MODES:
         raise ValueError(f"{entry.path}: need a 20-byte blob id and a git file mode")
-    head = _ENTRY.pack(
-        *_stat_fields(entry.stat, entry.mode), entry.blob_sha, min(len(name), _NAME_MASK)
+    head = ENTRY.pack(
+        *_stat_fields(entry.stat, entry.mode), entry.blob_sha, min(len(name), NAME_MASK)
     )
     return name, head + name + b"\0" * (8 - (62 + len(name)) % 8)
 
@@ -226,7 +96,7 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _plan(
-    scan: _Scan, remove: Sequence[bytes], adds: list[tuple[bytes, bytes]]
+    scan: IndexScan, remove: Sequence[bytes], adds: list[tuple[bytes, bytes]]
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Entry ranges to delete (merged) and the position each added entry goes before."""
     # An added name replaces all stages of that name; it goes where the first of them was.
@@ -243,7 +113,9 @@ def _plan(
     return dels, positions
 
 
-def _check_file_dir_conflicts(scan: _Scan, dels: list[tuple[int, int]], names: list[bytes]) -> None:
+def _check_file_dir_conflicts(
+    scan: IndexScan, dels: list[tuple[int, int]], names: list[bytes]
+) -> None:
     # git refuses an index holding both "a" and "a/b"; so must we, cheaply, by binary search.
     starts = [lo for lo, _ in dels]
 
@@ -263,11 +135,12 @@ def _check_file_dir_conflicts(scan: _Scan, dels: list[tuple[int, int]], names: l
 
 
 def _splice_raw(
-    scan: _Scan, dels: list[tuple[int, int]], positions: list[int], adds: list[tuple[bytes, bytes]]
+    scan: IndexScan, dels: list[tuple[int, int]], positions: list[int],
+    adds: list[tuple[bytes, bytes]],
 ) -> list[bytes | memoryview]:
     n, offsets, view = scan.count, scan.offsets, memoryview(scan.data)
     deleted = sum(hi - lo for lo, hi in dels)
-    header = _HEADER.pack(b"DIRC", scan.version, n - deleted + len(adds))
+    header = HEADER.pack(b"DIRC", scan.version, n - deleted + len(adds))
     chunks: list[bytes | memoryview] = [header]
     # Every boundary between kept, deleted and inserted runs; each run is copied whole.
     points = sorted({0, n, *positions, *(b for span in dels for b in span)})
@@ -285,7 +158,7 @@ def _splice_raw(
 
 
 def _splice_dulwich(
-    scan: _Scan, dels: list[tuple[int, int]], adds: Sequence[IndexEntry]
+    scan: IndexScan, dels: list[tuple[int, int]], adds: Sequence[IndexEntry]
 ) -> list[bytes | memoryview]:
     from dulwich.index import IndexEntry as DulwichEntry
     from dulwich.index import IndexExtension, read_index_dict_with_version, write_index_dict
@@ -315,7 +188,7 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
     prev = b""
     for name in names:
         common = len(os.path.commonprefix([prev, name]))
-        if len(prev) - common >= 0x80 or len(name) >= _NAME_MASK:
+        if len(prev) - common >= 0x80 or len(name) >= NAME_MASK:
             raise IndexFormatError(
                 "version 4 index with very long paths; run `git update-index --index-version 2`"
             )
@@ -369,7 +242,7 @@ def splice_index(
     adds = _encode_all(add)
 
     def build(current: bytes | None) -> list[bytes | memoryview]:
-        scan = _scan(current) if current is not None else _Scan.empty()
+        scan = scan_index(current) if current is not None else IndexScan.empty()
         dels, positions = _plan(scan, remove, adds)
         if scan.version == 4:
             return _splice_dulwich(scan, dels, add)
@@ -381,37 +254,6 @@ def splice_index(
 def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
     """Write a fresh version 2 index holding exactly ``entries`` (replacing any index)."""
     encoded = _encode_all(entries)
-    _check_file_dir_conflicts(_Scan.empty(), [], [name for name, _ in encoded])
-    header = _HEADER.pack(b"DIRC", 2, len(encoded))
+    _check_file_dir_conflicts(IndexScan.empty(), [], [name for name, _ in encoded])
+    header = HEADER.pack(b"DIRC", 2, len(encoded))
     _write_locked(index_path, lambda _current: [header, *(blob for _, blob in encoded)])
-
-
-@dataclass(frozen=True)
-class IndexRecord:
-    """One entry as read back: path, mode, hex blob id and merge stage (0 unless conflicted)."""
-
-    path: str
-    mode: int
-    sha: bytes  # 40 hex digits
-    stage: int
-
-
-def read_index(index_path: Path) -> list[IndexRecord]:
-    """Every entry in index order (a conflicted path once per stage); [] if absent."""
-    try:
-        data = index_path.read_bytes()
-    except FileNotFoundError:
-        return []
-    scan = _scan(data)
-    out = []
-    for i in range(scan.count):
-        off = scan.offsets[i]
-        flags = data[off + 60] << 8 | data[off + 61]
-        out.append(IndexRecord(os.fsdecode(scan.name_at(i)), _U32.unpack_from(data, off + 24)[0],
-                               data[off + 40:off + 60].hex().encode(), (flags >> 12) & 3))
-    return out
-
-
-def read_index_paths(index_path: Path) -> list[str]:
-    """Paths of all entries in index order (a conflicted path once per stage); [] if absent."""
-    return [record.path for record in read_index(index_path)]

@@ -1,0 +1,187 @@
+"""Reading the git index file (``.git/index``): header, entry boundaries, names, extensions.
+
+A tight scan over the raw bytes finds where each entry starts without building an object
+per entry; names are decoded only where asked (version 4 decodes all, as it must). The
+splice (``gitindex``) and ``check --staged`` both read through here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = struct.Struct(">4sLL")
+# ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha-1, flags: 62 bytes.
+ENTRY = struct.Struct(">10L20sH")
+U32 = struct.Struct(">L")
+FLAG_EXTENDED = 0x4000
+NAME_MASK = 0x0FFF
+TRAILER = 20
+MODES = frozenset({0o100644, 0o100755, 0o120000, 0o160000})
+# REUC (resolve-undo) is keyed by path, not by entry position, so it survives a splice. All
+# other optional extensions (TREE, UNTR, FSMN, EOIE, IEOT, unknown) are dropped: they hold
+# positions, offsets or caches that would be stale, and git rebuilds them when it wants them.
+_KEEP_EXTENSIONS = frozenset({b"REUC"})
+# Required extensions that change what the entries mean; splicing around them would corrupt.
+_REFUSED = {
+    b"link": "the index is split (core.splitIndex); run `git update-index --no-split-index`",
+    b"sdir": "the index is sparse (index.sparse); run `git sparse-checkout disable`",
+}
+
+
+class IndexFormatError(Exception):
+    """The index cannot be updated safely (corrupt, split, sparse, or unsupported)."""
+
+
+@dataclass
+class IndexScan:
+    data: bytes
+    version: int
+    offsets: array[int]  # start of every entry, plus the end of the last one
+    names: list[bytes] | None  # decoded names, for version 4 only
+    keep: list[memoryview]  # raw extension blocks to carry over
+
+    def name_at(self, i: int) -> bytes:
+        if self.names is not None:
+            return self.names[i]
+        data, off = self.data, self.offsets[i]
+        flags = data[off + 60] << 8 | data[off + 61]
+        start = off + (64 if flags & FLAG_EXTENDED else 62)
+        length = flags & NAME_MASK
+        # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
+        end = start + length if length < NAME_MASK else data.index(b"\0", start + length)
+        return data[start:end]
+
+    @classmethod
+    def empty(cls) -> IndexScan:
+        return cls(b"", 2, array("Q", [HEADER.size]), None, [])
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    def find(self, key: bytes) -> int:
+        """Position of the first entry whose name sorts at or after ``key`` (git's order)."""
+        return bisect_left(range(self.count), key, key=self.name_at)
+
+
+def scan_index(data: bytes) -> IndexScan:
+    if len(data) < HEADER.size + TRAILER:
+        raise IndexFormatError("index file is truncated")
+    signature, version, count = HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3, 4):
+        raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
+    trailer = data[-TRAILER:]
+    # An all-zero trailer is git's index.skipHash; anything else must match (a SHA-256
+    # repository's index fails here too, which is right: its entries are laid out differently).
+    if trailer != bytes(TRAILER) and hashlib.sha1(data[:-TRAILER]).digest() != trailer:
+        raise IndexFormatError("index checksum mismatch")
+    try:
+        if version == 4:
+            offsets, names = _scan_v4(data, count)
+        else:
+            offsets, names = _scan_v2(data, count, version), None
+    except (IndexError, ValueError):
+        raise IndexFormatError("index entries are truncated or malformed") from None
+    if offsets[-1] > len(data) - TRAILER:
+        raise IndexFormatError("index entries run past the end of the file")
+    return IndexScan(data, version, offsets, names, _extensions(data, offsets[-1]))
+
+
+def _scan_v2(data: bytes, count: int, version: int) -> array[int]:
+    # The hot loop of a splice: integers only, no per-entry objects kept.
+    offsets = array("Q", bytes(8 * (count + 1)))
+    off = HEADER.size
+    extended_ok = version == 3
+    for i in range(count):
+        offsets[i] = off
+        flags = data[off + 60] << 8 | data[off + 61]
+        length = flags & NAME_MASK
+        fixed = 64 if flags & FLAG_EXTENDED else 62
+        if fixed == 64 and not extended_ok:
+            raise IndexFormatError("extended flags in a version 2 index")
+        if length == NAME_MASK:
+            length = data.index(b"\0", off + fixed + length) - off - fixed
+        # 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+        off += (fixed + length + 8) & ~7
+    offsets[count] = off
+    return offsets
+
+
+def _scan_v4(data: bytes, count: int) -> tuple[array[int], list[bytes]]:
+    offsets = array("Q", bytes(8 * (count + 1)))
+    names: list[bytes] = []
+    off, prev = HEADER.size, b""
+    for i in range(count):
+        offsets[i] = off
+        pos = off + (64 if data[off + 60] & 0x40 else 62)
+        # git's offset varint (varint.c), not LEB128: bytes to strip from the previous name.
+        byte = data[pos]
+        strip = byte & 0x7F
+        while byte & 0x80:
+            pos += 1
+            byte = data[pos]
+            strip = ((strip + 1) << 7) | (byte & 0x7F)
+        if strip > len(prev):
+            raise IndexFormatError("bad prefix compression in a version 4 index")
+        end = data.index(b"\0", pos + 1)
+        prev = prev[: len(prev) - strip] + data[pos + 1 : end]
+        names.append(prev)
+        off = end + 1
+    offsets[count] = off
+    return offsets, names
+
+
+def _extensions(data: bytes, pos: int) -> list[memoryview]:
+    keep: list[memoryview] = []
+    limit = len(data) - TRAILER
+    while pos < limit:
+        signature = data[pos : pos + 4]
+        end = pos + 8 + U32.unpack_from(data, pos + 4)[0]  # safe: the trailer follows
+        if pos + 8 > limit or end > limit:
+            raise IndexFormatError("truncated index extension")
+        if signature in _REFUSED:
+            raise IndexFormatError(_REFUSED[signature])
+        # Lower-case signatures are extensions a reader must understand to use the index.
+        if not 0x41 <= signature[0] <= 0x5A:
+            raise IndexFormatError(f"unsupported required index extension {signature!r}")
+        if signature in _KEEP_EXTENSIONS:
+            keep.append(memoryview(data)[pos:end])
+        pos = end
+    return keep
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    """One entry as read back: path, mode, hex blob id and merge stage (0 unless conflicted)."""
+
+    path: str
+    mode: int
+    sha: bytes  # 40 hex digits
+    stage: int
+
+
+def read_index(index_path: Path) -> list[IndexRecord]:
+    """Every entry in index order (a conflicted path once per stage); [] if absent."""
+    try:
+        data = index_path.read_bytes()
+    except FileNotFoundError:
+        return []
+    scan = scan_index(data)
+    out = []
+    for i in range(scan.count):
+        off = scan.offsets[i]
+        flags = data[off + 60] << 8 | data[off + 61]
+        out.append(IndexRecord(os.fsdecode(scan.name_at(i)), U32.unpack_from(data, off + 24)[0],
+                               data[off + 40:off + 60].hex().encode(), (flags >> 12) & 3))
+    return out
+
+
+def read_index_paths(index_path: Path) -> list[str]:
+    """Paths of all entries in index order (a conflicted path once per stage); [] if absent."""
+    return [record.path for record in read_index(index_path)]

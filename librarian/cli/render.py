@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from librarian.core.jsonable import to_jsonable
-from librarian.core.receipts import Receipt
+from librarian.core.receipts import BackupReceipt, Receipt
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.gate.checks import ApprovalReview
@@ -30,9 +30,8 @@ def receipt_text(receipt: Receipt) -> str:
     digest = f"\n  digest {receipt.digest}" if receipt.digest else ""
     lines = [f"{receipt.kind.replace('_', ' ')} {receipt.name} -> {receipt.path}{commit}{digest}"]
     lines += [f"  warning: {w}" for w in receipt.warnings]
-    for key in ("reason", "note"):
-        if receipt.details.get(key):
-            lines.append(f"  {key}: {receipt.details[key]}")
+    lines += [f"  reason: {receipt.reason}"] if receipt.reason else []
+    lines += [f"  note: {receipt.note}"] if receipt.note else []
     return "\n".join(lines)
 
 
@@ -145,11 +144,11 @@ def sources_text(infos: tuple[SourceInfo, ...]) -> str:
     return "\n".join(lines) if lines else "(no sources)"
 
 
-def source_removed_text(receipt: Receipt) -> str:
+def source_removed_text(receipt: BackupReceipt) -> str:
     text = receipt_text(receipt)
-    if receipt.details.get("backup"):
-        text += f"\n  local edits saved in {receipt.details['backup']}; restore with:"
-        text += "".join(f"\n    {c}" for c in receipt.details["restore"])
+    if receipt.backup:
+        text += f"\n  local edits saved in {receipt.backup}; restore with:"
+        text += "".join(f"\n    {c}" for c in receipt.restore)
     return text
 
 

@@ -37,7 +37,7 @@ def expose(
     from librarian.gate.exposure import expose as expose_recipe
 
     receipt = expose_recipe(current_library(), recipe, as_tool=as_tool, refresh=refresh)
-    callable_line = "callable now" if receipt.details["callable_now"] else "not callable now"
+    callable_line = "callable now" if receipt.callable_now else "not callable now"
     emit(receipt, as_json, receipt_text(receipt) + f"\n  {callable_line}")
 
 
@@ -178,10 +178,10 @@ def wait(
     if as_json:
         emit(receipt, True)
     else:
-        if receipt.details["output"]:
-            sys.stdout.write(receipt.details["output"])
-        if receipt.details["stderr"]:
-            sys.stderr.write(receipt.details["stderr"])
+        if receipt.output:
+            sys.stdout.write(receipt.output)
+        if receipt.stderr:
+            sys.stderr.write(receipt.stderr)
         sys.stdout.flush()
         if not record.terminal:
             typer.echo(f"librarian: run {record.run_id} is still {record.status}", err=True)

@@ -1,9 +1,13 @@
-"""Receipts: what a changing command hands back (spec §3). ``--json`` prints them as is."""
+"""Receipts: what a changing command hands back (spec §3). ``--json`` prints them as is.
+
+The fields every reader needs are typed; ``details`` holds the rest of a receipt's JSON
+document (flattened into it), which only ``--json`` readers look at.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -15,10 +19,42 @@ class Receipt:
     commit: str | None
     details: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    reason: str | None = None  # why the decision was taken (discard, defer, retire) or refused
+    note: str | None = None  # what the user should know (nothing changed, nothing fetched)
+
+    #: typed fields left out of the JSON document when they are None
+    omitted_when_none: ClassVar[tuple[str, ...]] = ("reason", "note")
 
     def to_json(self) -> dict[str, Any]:
         document = asdict(self)
         details = document.pop("details")
+        for key in self.omitted_when_none:
+            if document[key] is None:
+                del document[key]
         document["warnings"] = list(self.warnings)
         document.update(details)
         return document
+
+
+@dataclass(frozen=True)
+class ExposureReceipt(Receipt):
+    """``exposed_tool``: whether the tool can run here now (``reason`` says why not)."""
+
+    callable_now: bool = False
+    omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)  # the spec: always a reason
+
+
+@dataclass(frozen=True)
+class RunResultReceipt(Receipt):
+    """``run_result``: what the run printed (the first ``OUTPUT_LIMIT`` bytes of each)."""
+
+    output: str = ""
+    stderr: str = ""
+
+
+@dataclass(frozen=True)
+class BackupReceipt(Receipt):
+    """A change that overwrote local edits after saving them: where, and how to restore."""
+
+    backup: str | None = None
+    restore: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.events import trailers
 from librarian.core.model import RecipeManifest
 from librarian.core.names import check_name
-from librarian.core.receipts import Receipt
+from librarian.core.receipts import ExposureReceipt, Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
 from librarian.gate.checks import is_approved
@@ -66,7 +66,7 @@ def _recipe_to_expose(snapshot: Snapshot, name: str) -> tuple[Item, RecipeManife
 
 
 def expose(library: Library, recipe: str, *, as_tool: str | None = None,
-           refresh: bool = False) -> Receipt:
+           refresh: bool = False) -> ExposureReceipt:
     with Transaction(library) as tx:
         item, manifest, digest = _recipe_to_expose(tx.base, recipe)
         tool = check_name(as_tool or item.bare_name, "tool name")
@@ -102,21 +102,21 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
         result = tx.commit(f"{verb} tool {tool} ({item.path})", trailers(
             "expose", tool=tool, item=item.path, digest=digest))
     callable_now, reason = prove_callable(library, item.path, item.tree, manifest)
-    return Receipt(
+    return ExposureReceipt(
         kind="exposed_tool",
         name=tool,
         path=item.path,
         digest=digest,
         commit=result.commit,
         details={
-            "callable_now": callable_now,
-            "reason": reason,
             "refreshed": refresh,
             "previous_digest": existing.digest if existing is not None else None,
             "execution": manifest.execution,
             "environment": manifest.environment,
             "approved": is_approved(library, item.path, digest),
         },
+        callable_now=callable_now,
+        reason=reason,
     )
 
 
@@ -156,5 +156,6 @@ def withdraw(library: Library, tool: str) -> Receipt:
         digest=existing.digest,
         commit=result.commit,
         details={"recipe_retained": True,
-                 "note": f"{existing.recipe} stays retained; its history and usage are kept"},
+                 },
+        note=f"{existing.recipe} stays retained; its history and usage are kept",
     )

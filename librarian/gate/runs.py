@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from librarian.core.fsutil import atomic_write
-from librarian.core.receipts import Receipt
+from librarian.core.receipts import Receipt, RunResultReceipt
 from librarian.errors import UsageError
 from librarian.gate.ledger import LedgerEntry, append
 from librarian.store.library import Library
@@ -299,17 +299,18 @@ def launch_receipt(record: RunRecord) -> Receipt:
                             "reason": record.reason})
 
 
-def result_receipt(library: Library, record: RunRecord) -> Receipt:
+def result_receipt(library: Library, record: RunRecord) -> RunResultReceipt:
     """``run_result``: the terminal status and what the run produced (or, after a
     ``wait --timeout`` that expired, the status so far)."""
     run_dir = runs_dir(library) / record.run_id
     output, out_cut = _read_output(run_dir / "stdout")
     errors, err_cut = _read_output(run_dir / "stderr")
-    return Receipt(kind="run_result", name=record.name, path=record.recipe,
+    return RunResultReceipt(kind="run_result", name=record.name, path=record.recipe,
                    digest=record.digest, commit=None,
                    details={**_common(record), "exit_code": record.exit_code,
                             "ended": record.ended, "duration": record.duration,
                             "timed_out": record.status == "timed_out",
-                            "reason": record.reason, "output": output, "stderr": errors,
+                            "reason": record.reason,
                             "output_truncated": out_cut or err_cut,
-                            "output_path": str(run_dir / "stdout")})
+                            "output_path": str(run_dir / "stdout")},
+                            output=output, stderr=errors)

@@ -124,7 +124,7 @@ def discard(
         path=draft.path,
         digest=digest,
         commit=result.commit,
-        details={"event": "discard", "item_kind": draft.kind, "reason": why},
+        details={"event": "discard", "item_kind": draft.kind}, reason=why,
     )
 
 
@@ -150,7 +150,7 @@ def defer(
             _decision_trailers("defer", draft, digest, evidence, why,
                                until=due.isoformat() if due else None),
             allow_empty=True)
-    details: dict[str, object] = {"event": "defer", "item_kind": draft.kind, "reason": why}
+    details: dict[str, object] = {"event": "defer", "item_kind": draft.kind}
     if due is not None:
         details["until"] = due.isoformat()
     return Receipt(
@@ -160,6 +160,7 @@ def defer(
         digest=digest,
         commit=result.commit,
         details=details,
+        reason=why,
     )
 
 

@@ -119,8 +119,6 @@ def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt
         "event": "retire",
         "hint": f"bring it back with `librarian restore {item.name}`",
     }
-    if why:
-        details["reason"] = why
     return Receipt(
         kind=f"retired_{item.kind}",
         name=item.name,
@@ -128,6 +126,7 @@ def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt
         digest=digest,
         commit=result.commit,
         details=details,
+        reason=why,
     )
 
 

@@ -104,8 +104,6 @@ def _receipt(
     warning: str | None = None,
 ) -> Receipt:
     details: dict[str, object] = {"event": event, field: on}
-    if note:
-        details["note"] = note
     return Receipt(
         kind="skill_visibility",
         name=name,
@@ -113,5 +111,6 @@ def _receipt(
         digest=digest,
         commit=commit,
         details=details,
+        note=note or None,
         warnings=(warning,) if warning else (),
     )

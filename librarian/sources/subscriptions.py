@@ -17,7 +17,7 @@ from pathlib import Path
 from librarian.content.worktree import NotRegularFile
 from librarian.core.events import trailers
 from librarian.core.names import check_name
-from librarian.core.receipts import Receipt
+from librarian.core.receipts import BackupReceipt, Receipt
 from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -125,8 +125,8 @@ def add_source(
         kind="source_added", name=name, path=collection_path(name), digest=None,
         commit=result.commit,
         details={"url": strip_credentials(url), "ref": ref, "include": list(include),
-                 "exclude": list(exclude), "note": "nothing fetched yet: run `librarian update "
-                 f"{name}`"},
+                 "exclude": list(exclude)},
+        note=f"nothing fetched yet: run `librarian update {name}`",
     )
 
 
@@ -150,7 +150,7 @@ def source_infos(snapshot: Snapshot) -> tuple[SourceInfo, ...]:
     return tuple(out)
 
 
-def remove_source(library: Library, name: str, *, force: bool = False) -> Receipt:
+def remove_source(library: Library, name: str, *, force: bool = False) -> BackupReceipt:
     with Transaction(library) as tx:
         store, tree, base, config = tx.store, tx.base.tree, tx.base.commit, tx.base.config
         if name not in config.sources:
@@ -179,11 +179,11 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Receip
         fetched = store.ref(source_ref(name))
         if fetched is not None:
             store.delete_ref(source_ref(name))
-    details: dict[str, object] = {"url": strip_credentials(config.sources[name].url)}
-    if backup is not None:
-        details.update(backup=backup.ref, restore=list(backup.restore))
-    return Receipt(kind="source_removed", name=name, path=collection_path(name), digest=None,
-                   commit=result.commit, details=details)
+    return BackupReceipt(kind="source_removed", name=name, path=collection_path(name),
+                         digest=None, commit=result.commit,
+                         details={"url": strip_credentials(config.sources[name].url)},
+                         backup=backup.ref if backup else None,
+                         restore=tuple(backup.restore) if backup else ())
 
 
 def _refuse_exposed(snapshot: Snapshot, name: str) -> None:

@@ -44,8 +44,8 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
                               f"librarian retain {source}", receipt_text(receipt)))
 
     receipt = expose(library, RECIPE)
-    callable_line = "callable now" if receipt.details["callable_now"] else (
-        f"not callable now: {receipt.details['reason']}")
+    callable_line = "callable now" if receipt.callable_now else (
+        f"not callable now: {receipt.reason}")
     steps.append(DemoStep(
         "Expose it as a tool: one commit adding {recipe, digest} to tools.yaml",
         f"librarian expose {RECIPE}", receipt_text(receipt) + f"\n  {callable_line}"))

@@ -1,6 +1,6 @@
 """The typer application and what every command module shares.
 
-Command modules (``cli.py``, ``cli_*.py``) register their commands on ``app``; each
+Command modules (``cli.foundation``, ``cli.skills``, ``cli.tools``, ``cli.sources``) register their commands on ``app``; each
 command parses, calls one library function and prints. Errors are mapped to exit codes in
 ``cli.main`` only.
 """

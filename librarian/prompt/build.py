@@ -1,7 +1,7 @@
 """Building the agent registry from a committed tree (a cache miss of ``prompt``).
 
 Only manifests are read: SKILL.md of each listed skill (once per item tree id, see
-``prompt.ItemSummaries``), recipe.yaml of recipes, and the bodies of resident skills.
+``prompt.cache.ItemSummaries``), recipe.yaml of recipes, and the bodies of resident skills.
 """
 
 from __future__ import annotations

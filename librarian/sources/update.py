@@ -9,7 +9,7 @@
    (``librarian.sources.plan``).
 4. Conflicts refuse the update (exit 3) unless ``--force``, which first backs up every
    local edit it overwrites (``librarian.sources.backups``).
-5. One journaled transaction (``txn.commit_changes``): the new collection tree is built
+5. One journaled transaction (``Transaction.commit_tree``): the new collection tree is built
    from the fetched tree objects (unchanged items are reused by id), changed items are
    staged and verified against the plan, swapped in with renames, ``librarian.lock`` is
    rewritten, and the branch moves once. Recovery is the transaction's (docs/sources.md).

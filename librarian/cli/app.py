@@ -1,8 +1,8 @@
 """The typer application and what every command module shares.
 
-Command modules (``cli.foundation``, ``cli.skills``, ``cli.tools``, ``cli.sources``) register their commands on ``app``; each
-command parses, calls one library function and prints. Errors are mapped to exit codes in
-``cli.main`` only.
+Command modules (``cli.foundation``, ``cli.skills``, ``cli.tools``, ``cli.sources``)
+register their commands on ``app``; each command parses, calls one library function and
+prints. Errors are mapped to exit codes in ``cli.main`` only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Commands for shared libraries: ``source add|list|remove``, ``outdated``, ``update``.
 
-Registered on the typer app when ``cli.main`` imports this module for its commands. Each command parses, calls one
-library function and prints through ``cli.render``; errors (an update refused by conflicts
-too: its message lists them) go to ``cli.main``, the one place they become exit codes.
+Registered on the typer app when ``cli.main`` imports this module for its commands. Each
+command parses, calls one library function and prints through ``cli.render``; errors (an
+update refused by conflicts too: its message lists them) go to ``cli.main``, the one place
+they become exit codes.
 Progress of long fetches goes to stderr, when stderr is a terminal.
 """
 

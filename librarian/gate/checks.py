@@ -34,7 +34,7 @@ from librarian.formats.recipe import coerce_input, input_env_name
 from librarian.gate.environments import environment_availability, path_input_problem
 from librarian.gate.ledger import REFUSED, LedgerEntry, append, now
 from librarian.gate.tools import tool_state
-from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
 from librarian.store.lock import library_lock
 from librarian.store.snapshot import Snapshot
@@ -80,11 +80,11 @@ def resolve_target(library: Library, name: str) -> Target:
     Unknown names are usage errors (exit 2); a stale tool or a draft is a refusal."""
     with library.store() as store:
         snapshot = _head(library, store)
-        head, tree = snapshot.commit, snapshot.tree
+        head = snapshot.commit
         assert head is not None
         tool = snapshot.tools.get(name)
         if tool is not None:
-            _refuse_stale(library, store, tree, name, tool)
+            _refuse_stale(snapshot, name, tool)
             item = snapshot.find(tool.recipe)
             entry: Entry = "tool"
         else:
@@ -106,12 +106,12 @@ def resolve_target(library: Library, name: str) -> Target:
         return Target(entry, name, tool, item, digest, manifest, files, head.decode())
 
 
-def _refuse_stale(library: Library, store: GitStore, tree: ObjectId | None, name: str,
-                  tool: ToolEntry) -> None:
+def _refuse_stale(snapshot: Snapshot, name: str, tool: ToolEntry) -> None:
     """Refuse (exit 5) a tool that is not current: its recipe is gone, invalid, or
     changed since it was exposed."""
+    library = snapshot.library
     digests = DigestCache(library.cache_dir)
-    state = tool_state(store, tree, tool, digests)
+    state = tool_state(snapshot, tool, digests)
     digests.save()
     if state.stale is None:
         return

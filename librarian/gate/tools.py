@@ -18,22 +18,16 @@ from typing import Any, Literal
 
 from librarian.core.model import SOURCES_DIR
 from librarian.errors import UsageError
-from librarian.formats.config import TOOLS_FILE, ToolEntry, load_tools
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Item, Library
+from librarian.formats.config import ToolEntry
+from librarian.store.gitstore import ObjectId
+from librarian.store.library import Item
 from librarian.store.manifests import summarize as summarize_manifest
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
 Staleness = Literal["gone", "invalid", "changed"]
 GONE = "the recipe is gone"
 CHANGED = "the recipe changed since it was exposed"
-
-
-def committed_tools(store: GitStore, tree: ObjectId | None) -> dict[str, ToolEntry]:
-    """``tools.yaml`` as committed in ``tree`` (tool name -> recipe path and pinned digest);
-    empty when the tree holds none."""
-    entry = store.lookup(tree, TOOLS_FILE)
-    return load_tools(store.read_blob(entry.sha), TOOLS_FILE) if entry is not None else {}
 
 
 @dataclass(frozen=True)
@@ -60,12 +54,13 @@ class ToolState:
         return None
 
 
-def tool_state(store: GitStore, tree: ObjectId | None, tool: ToolEntry,
-               digests: DigestCache, *, problem: str | None = None) -> ToolState:
-    """The one decision of whether ``tool`` is current in the committed ``tree``: its
-    recipe is there, readable (``problem``: what a caller that parsed the manifest found
-    wrong with it) and has the pinned digest."""
-    entry = store.lookup(tree, tool.recipe)
+def tool_state(snapshot: Snapshot, tool: ToolEntry, digests: DigestCache, *,
+               problem: str | None = None) -> ToolState:
+    """The one decision of whether ``tool`` is current in ``snapshot``: its recipe is
+    there, readable (``problem``: what a caller that parsed the manifest found wrong with
+    it) and has the pinned digest."""
+    store = snapshot.store
+    entry = snapshot.lookup(tool.recipe)
     if entry is None or not stat.S_ISDIR(entry.mode):
         return ToolState("gone")
     try:
@@ -122,23 +117,24 @@ def recipe_item(path: str, tree: ObjectId) -> Item:
     return Item(parts[-1], "recipe", "retained", path, tree)
 
 
-def tool_contracts(library: Library, store: GitStore, tree: ObjectId | None,
+def tool_contracts(snapshot: Snapshot,
                    summarize: Summarize | None = None) -> tuple[ToolContract, ...]:
-    """Every tool ``tools.yaml`` exposes in ``tree``, by name, with its state and contract."""
+    """Every tool ``tools.yaml`` exposes in ``snapshot``, by name, with its state and
+    contract."""
     if summarize is None:
         def summarize(item: Item) -> dict[str, Any]:
-            return summarize_manifest(store, item)
+            return summarize_manifest(snapshot.store, item)
 
-    digests = DigestCache(library.cache_dir)
+    digests = DigestCache(snapshot.library.cache_dir)
     contracts = []
-    for name, tool in sorted(committed_tools(store, tree).items()):
-        state = tool_state(store, tree, tool, digests)
+    for name, tool in sorted(snapshot.tools.items()):
+        state = tool_state(snapshot, tool, digests)
         summary: dict[str, Any] = {}
         if state.recipe_tree is not None:
             summary = summarize(recipe_item(tool.recipe, state.recipe_tree))
             if summary.get("kind") != "recipe":
                 problem = str(summary.get("problem", "it is not a recipe"))
-                state = tool_state(store, tree, tool, digests, problem=problem)
+                state = tool_state(snapshot, tool, digests, problem=problem)
                 summary = {}
         contracts.append(ToolContract(
             name=name, recipe=tool.recipe, digest=tool.digest, status=state.status,

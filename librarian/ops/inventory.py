@@ -132,8 +132,7 @@ def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]
 def _tools(snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
     """Exposed tools with their contract (name, description, typed inputs, execution,
     effects) and whether the pin is current."""
-    return tuple(dataclasses.asdict(c) for c in tool_contracts(
-        snapshot.library, snapshot.store, snapshot.tree))
+    return tuple(dataclasses.asdict(c) for c in tool_contracts(snapshot))
 
 
 def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:

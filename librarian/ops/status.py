@@ -17,9 +17,10 @@ from librarian.content.worktree import NotRegularFile
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
-from librarian.gate.tools import committed_tools, tool_state
+from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
 from librarian.store.library import Item, Library, committed_items
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache, WorkTreeCache
 
 State = Literal["clean", "modified", "missing", "untracked"]
@@ -178,8 +179,9 @@ def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> 
 def _tool_statuses(
     library: Library, store: GitStore, tree: ObjectId | None, digests: DigestCache
 ) -> Iterable[ToolStatus]:
-    for name, tool in sorted(committed_tools(store, tree).items()):
-        state = tool_state(store, tree, tool, digests)
+    snapshot = Snapshot.at(library, store, store.head())
+    for name, tool in sorted(snapshot.tools.items()):
+        state = tool_state(snapshot, tool, digests)
         yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
 
 

@@ -7,9 +7,9 @@ Only manifests are read: SKILL.md of each listed skill (once per item tree id, s
 from __future__ import annotations
 
 from librarian.core.model import MANIFEST_FILES
-from librarian.formats.config import LIBRARY_FILE, load_library_config
+from librarian.formats.config import LIBRARY_FILE
 from librarian.formats.skillmd import parse_skill_md
-from librarian.gate.tools import ToolContract, tool_contracts
+from librarian.gate.tools import tool_contracts
 from librarian.prompt.cache import ItemSummaries
 from librarian.prompt.model import (
     RecipeEntry,
@@ -17,13 +17,14 @@ from librarian.prompt.model import (
     ResidentSkill,
     SkillEntry,
 )
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Item, Library, committed_items
+from librarian.store.gitstore import GitStore
+from librarian.store.library import Item
+from librarian.store.snapshot import Snapshot
 
 
-def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> Registry:
-    entry = store.lookup(tree, LIBRARY_FILE)
-    config = load_library_config(store.read_blob(entry.sha), LIBRARY_FILE) if entry else None
+def build_registry(snapshot: Snapshot) -> Registry:
+    library, store, tree = snapshot.library, snapshot.store, snapshot.tree
+    config = snapshot.config if snapshot.lookup(LIBRARY_FILE) is not None else None
     hidden = set(config.hidden) if config else set()
     residents = set(config.resident) if config else set()
     summaries = ItemSummaries(library)
@@ -32,7 +33,7 @@ def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> 
     recipes: list[RecipeEntry] = []
     hidden_found: list[str] = []
     problems: list[str] = []
-    for item in committed_items(store, tree):
+    for item in snapshot.items():
         if item.state == "draft":
             continue  # never listed to the agent
         summary = summaries.summary(store, item)
@@ -54,7 +55,7 @@ def build_registry(library: Library, store: GitStore, tree: ObjectId | None) -> 
             resident.append(ResidentSkill(item.name, location, _body(store, item)))
     for name in sorted(residents - {s.name for s in skills} - hidden):
         problems.append(f"library.yaml: resident skill {name!r} is not in the library")
-    tools = _tools(library, store, tree, summaries)
+    tools = tool_contracts(snapshot, lambda item: summaries.summary(store, item))
     summaries.save()
     return Registry(
         tree=tree.decode() if tree else None,
@@ -72,14 +73,3 @@ def _body(store: GitStore, item: Item) -> str:
     if entry is None:
         return ""
     return parse_skill_md(store.read_blob(entry.sha), item.path).body
-
-
-def _tools(
-    library: Library,
-    store: GitStore,
-    tree: ObjectId | None,
-    summaries: ItemSummaries,
-) -> tuple[ToolContract, ...]:
-    """The exposed tools with their contracts (``tools.tool_contracts``), the recipes'
-    manifests read through the registry's summary cache."""
-    return tool_contracts(library, store, tree, lambda item: summaries.summary(store, item))

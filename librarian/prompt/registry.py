@@ -27,6 +27,7 @@ from librarian.prompt.build import build_registry
 from librarian.prompt.cache import REGISTRY_CACHE, read_json, write_json
 from librarian.prompt.model import Registry
 from librarian.store.library import Library
+from librarian.store.snapshot import Snapshot
 
 
 def load_registry(library: Library, *, use_cache: bool = True) -> Registry:
@@ -41,6 +42,6 @@ def load_registry(library: Library, *, use_cache: bool = True) -> Registry:
             if cached.get("key") == key and isinstance(cached.get("registry"), dict):
                 with contextlib.suppress(KeyError, TypeError):
                     return Registry.from_json(cached["registry"])
-        registry = build_registry(library, store, tree)
+        registry = build_registry(Snapshot.at(library, store, head))
     write_json(library, cache_path, {"key": key, "registry": registry.to_json()})
     return registry

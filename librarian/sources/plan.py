@@ -17,15 +17,9 @@ from typing import Literal
 
 from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
-from librarian.errors import UsageError
 from librarian.formats.config import (
-    LIBRARY_FILE,
-    LOCK_FILE,
-    LibraryConfig,
     LockedSource,
     SourceConfig,
-    load_library_config,
-    load_lock,
 )
 from librarian.sources.upstream import (
     Collection,
@@ -86,23 +80,6 @@ class SourcePlan:
 
 def source_ref(source: str) -> bytes:
     return (SOURCE_REF_PREFIX + source).encode()
-
-
-def committed_library_yaml(store: GitStore, tree: ObjectId | None) -> bytes:
-    """``library.yaml`` as committed in ``tree`` (what update and source commands trust)."""
-    entry = store.lookup(tree, LIBRARY_FILE)
-    if entry is None:
-        raise UsageError(f"{LIBRARY_FILE} is not committed", hint="restore it with git")
-    return store.read_blob(entry.sha)
-
-
-def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig:
-    return load_library_config(committed_library_yaml(store, tree))
-
-
-def committed_lock(store: GitStore, tree: ObjectId | None) -> dict[str, LockedSource]:
-    entry = store.lookup(tree, LOCK_FILE)
-    return load_lock(store.read_blob(entry.sha)) if entry is not None else {}
 
 
 def installed_items(store: GitStore, root_tree: ObjectId | None,

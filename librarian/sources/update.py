@@ -29,7 +29,6 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
-from librarian.gate.tools import committed_tools
 from librarian.sources.backups import Backup, back_up
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
@@ -178,7 +177,7 @@ def _fetch_plan_apply(
     crash_point("update-after-backup")
     resolved = tuple(_resolve_conflicts(p) for p in plans)
     commit = _commit(tx, resolved, backups)
-    stale = _stale_tools(store, base_tree, resolved)
+    stale = _stale_tools(tx.base, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
                         stale_tools=stale, warnings=warnings)
 
@@ -295,10 +294,9 @@ def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:
     return out
 
 
-def _stale_tools(store: GitStore, base_tree: ObjectId | None,
-                 plans: Sequence[SourcePlan]) -> tuple[str, ...]:
+def _stale_tools(snapshot: Snapshot, plans: Sequence[SourcePlan]) -> tuple[str, ...]:
     """Exposed tools whose managed recipe this update changed or removed: they are stale
     (re-review before use), never silently re-pointed."""
     changed = {i.library_path for p in plans for i in p.changes}
-    tools = committed_tools(store, base_tree)
-    return tuple(sorted(name for name, tool in tools.items() if tool.recipe in changed))
+    return tuple(sorted(name for name, tool in snapshot.tools.items()
+                        if tool.recipe in changed))

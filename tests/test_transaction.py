@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from helpers import (
 )
 
 from librarian.core.model import ItemFile
-from librarian.errors import ConflictError
+from librarian.errors import ConflictError, UsageError
 from librarian.ops.retention import retain
 from librarian.store import apply, txn
 from librarian.store.library import Library
@@ -412,3 +413,30 @@ def test_an_interrupt_after_the_branch_moved_keeps_the_journal_for_recovery(
     assert (library / "skills" / "late" / "SKILL.md").is_file()
     _no_transaction_left(library)
     assert_git_consistent(library)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("tx", "../../../../victim"),
+    ("paths", ["../victim2"]),
+    ("paths", [".git/config"]),
+    ("branch", "refs/heads/../../x"),
+    ("new", "not-a-commit"),
+])
+def test_a_forged_journal_is_refused_and_nothing_outside_is_touched(
+    library: Path, tmp_path: Path, sources: Path, field: str, value: object
+) -> None:
+    """The journal is local state anything with write access to .git can forge: its
+    fields are checked before recovery acts on them (exit 2, nothing moved or removed)."""
+    lib = Library(library)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious\n")
+    journal = {"tx": "0123456789ab", "branch": "refs/heads/main", "base": None,
+               "new": "0" * 40, "paths": ["skills/x"], field: value}
+    lib.journal_path.write_text(json.dumps(journal))
+    before = tree_snapshot(library)
+    with pytest.raises(UsageError) as info:
+        retain(lib, make_skill(sources, "after"))
+    assert info.value.exit_code == 2 and "journal.json" in info.value.message
+    assert (victim / "keep.txt").read_text() == "precious\n"
+    assert tree_snapshot(library) == before

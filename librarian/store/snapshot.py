@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from librarian.content.validate import validate_item
+from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile, Policy
 from librarian.errors import UsageError
 from librarian.formats.config import (
@@ -55,7 +56,7 @@ class Snapshot:
     def read(self, path: str) -> bytes | None:
         """A committed file's bytes, or None when the path holds no file."""
         entry = self.lookup(path)
-        return None if entry is None or entry.mode == 0o040000 else self.store.read_blob(
+        return None if entry is None or entry.mode == MODE_TREE else self.store.read_blob(
             entry.sha)
 
     # -- the committed configuration ----------------------------------------------------

@@ -21,7 +21,6 @@ from librarian.errors import UsageError
 from librarian.formats.config import ToolEntry
 from librarian.store.gitstore import ObjectId
 from librarian.store.library import Item
-from librarian.store.manifests import summarize as summarize_manifest
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
@@ -122,6 +121,9 @@ def tool_contracts(snapshot: Snapshot,
     """Every tool ``tools.yaml`` exposes in ``snapshot``, by name, with its state and
     contract."""
     if summarize is None:
+        # Imported here: status reads tool states, never manifests.
+        from librarian.store.manifests import summarize as summarize_manifest
+
         def summarize(item: Item) -> dict[str, Any]:
             return summarize_manifest(snapshot.store, item)
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from librarian.content.validate import validate_item
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile, Policy
 from librarian.errors import UsageError
@@ -110,6 +109,10 @@ class Snapshot:
                 where: str | None = None) -> ItemContent:
         """The item's committed files judged by the same rules as any admission, under
         this commit's policy (``tree``: another revision of it, e.g. one being restored)."""
+        # Imported here: reading the committed view (status, prompt) must not pay for the
+        # validation stack (the format parsers and the secret scan) it does not use.
+        from librarian.content.validate import validate_item
+
         files = self.store.read_files(tree if tree is not None else item.tree)
         return validate_item(files, self.policy, expected_name=item.bare_name,
                              where=where or item.path)

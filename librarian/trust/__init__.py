@@ -9,5 +9,5 @@ installs it (``policy``). It works on bytes and values only: it never touches a 
 repository, a library or the network (the store and the update own those).
 
 It may import the standard library, ``cryptography``, ``librarian.errors`` and
-``librarian.yamlio`` (the safe YAML loader); nothing else of librarian.
+``librarian.formats.yamlio`` (the safe YAML loader); nothing else of librarian.
 """

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import TrustError, UsageError
-from ..yamlio import dump_yaml, load_yaml
+from ..formats.yamlio import dump_yaml, load_yaml
 
 FORMAT = 1
 MAX_STATEMENT_BYTES = 64 * 1024 * 1024  # a 50,000-item collection is ~5 MiB

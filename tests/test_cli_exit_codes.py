@@ -225,7 +225,7 @@ def test_a_command_line_finds_its_command_after_the_library_option(
 def test_exit_4_and_5_in_process_and_in_a_real_process(
     stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Trust failures exit 4 (a source demanding signed releases is refused) and gate
+    """Trust failures exit 4 (a signed source without a signed release is refused) and gate
     refusals exit 5 (an unapproved digest never runs), in process and as a real process."""
     from helpers import make_recipe
 
@@ -234,7 +234,14 @@ def test_exit_4_and_5_in_process_and_in_a_real_process(
     assert run_main(capsys, *lib, "retain", str(recipe)).code == 0
     target = sources / "words.txt"
     target.write_text("one two three\n")
-    trust = [*lib, "source", "add", "team", str(sources), "--trust", "ed25519:AAAA"]
+    from dulwich.repo import Repo
+
+    Repo.init(str(sources / "unreleased"), mkdir=True).close()
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHZvGxHnnzjZRU6r5e1QfpCoUEdNbXxyOCSHySgqQTuf"
+    added = run_main(capsys, *lib, "source", "add", "team", str(sources / "unreleased"),
+                     "--trust", key)
+    assert added.code == 0, added.err
+    trust = [*lib, "update"]  # a signed source with no signed release
     refused_run = [*lib, "run", "counter", "--arg", f"path={target}"]
     for args, code in ((trust, 4), (refused_run, 5)):
         in_process = run_main(capsys, *args)

@@ -153,16 +153,15 @@ def test_strip_credentials() -> None:
     assert strip_credentials("git://host/a@b") == "git://host/a@b"
 
 
-def test_add_refuses_trust_keys_because_signed_releases_are_not_supported(
+def test_add_refuses_a_trust_key_that_is_not_an_ed25519_key(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     old = head(library)
     result = cli(capsys, library, "source", "add", "team", upstream.url,
                  "--trust", "ed25519:AAAAC3NzaC1lZDI1NTE5AAAAIB")
-    assert result.code == 4, result.err
+    assert result.code == 2, result.err
     line = assert_one_error_line(result.err)
-    assert "signed releases (--trust) are not supported by this version" in line
-    assert "will not install unverified content" in line
+    assert "is neither a public key line nor a key file" in line
     assert head(library) == old
     assert load_library_config((library / "library.yaml").read_bytes()).sources == {}
 

@@ -412,12 +412,13 @@ def test_removing_items_whose_directories_are_gone_from_the_work_tree(
     assert not (library / ".git" / "librarian" / "journal.json").exists()
 
 
-def test_a_source_demanding_signed_releases_is_refused_and_nothing_changes(
+def test_a_signed_source_without_release_tags_is_refused_and_nothing_changes(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
     assert lib(capsys, library, "update").code == 0
-    edit_source(library, "team", trust=("ed25519:AAAAC3NzaC1lZDI1NTE5AAAAIB",))
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHZvGxHnnzjZRU6r5e1QfpCoUEdNbXxyOCSHySgqQTuf"
+    edit_source(library, "team", trust=(key,))
     upstream.skill("skills/pdf", body="Unsigned two.\n").commit("two")
     old, snapshot, pinned = head(library), tree_snapshot(library), lock(library)
     fetched = (library / ".git" / "refs" / "librarian" / "sources" / "team").read_bytes()
@@ -425,8 +426,7 @@ def test_a_source_demanding_signed_releases_is_refused_and_nothing_changes(
         result = lib(capsys, library, command)
         assert result.code == 4, (command, result.err)
         line = assert_one_error_line(result.err)
-        assert "signed releases are not supported by this version" in line
-        assert "will not install unverified content" in line
+        assert "installs signed releases only" in line and "has no release tag" in line
         assert lib(capsys, library, command, "--json").json["exit_code"] == 4
     assert head(library) == old and tree_snapshot(library) == snapshot
     assert lock(library) == pinned

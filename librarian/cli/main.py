@@ -25,6 +25,7 @@ COMMAND_MODULES = {
                      "hide", "show", "resident", "prompt"), "skills"),
     **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
+    **dict.fromkeys(("key", "release", "verify"), "trust"),
 }
 FOUNDATION_COMMANDS = frozenset(
     ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",

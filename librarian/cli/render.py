@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.ops.inventory import Inventory
     from librarian.ops.review import ReviewReport
     from librarian.ops.status import StatusReport
+    from librarian.sources.releases import ReleaseInfo, VerifyReport
     from librarian.sources.subscriptions import SourceInfo
     from librarian.sources.update import SourcePlan, UpdateReport
 
@@ -140,6 +141,9 @@ def sources_json(infos: tuple[SourceInfo, ...]) -> dict[str, Any]:
 def sources_text(infos: tuple[SourceInfo, ...]) -> str:
     lines = [f"{s.name:<20} {s.url} ({s.ref}) "
              + (f"at {s.commit[:12]}, {s.items} items" if s.commit else "not installed yet")
+             + (f"; signed by {', '.join(s.keys)}"
+                + (f", release {s.release}" if s.release is not None else "")
+                if s.keys else "; unsigned")
              for s in infos]
     return "\n".join(lines) if lines else "(no sources)"
 
@@ -179,14 +183,25 @@ def update_report_json(report: UpdateReport) -> dict[str, Any]:
                      "restore": list(b.restore)} for b in report.backups],
         "stale_tools": list(report.stale_tools),
         "warnings": list(report.warnings),
+        "releases": [to_jsonable(r) for r in report.releases],
     }
 
 
-def update_plan_lines(plans: tuple[SourcePlan, ...]) -> list[str]:
+def signing_line(info: ReleaseInfo | None) -> str:
+    if info is None or not info.signed:
+        return "  unsigned: no trust: keys, the content is not verified"
+    return (f"  signed: librarian-release/{info.version} by {info.signer}, verified "
+            f"(expires {info.expires})")
+
+
+def update_plan_lines(plans: tuple[SourcePlan, ...],
+                      releases: tuple[ReleaseInfo, ...] = ()) -> list[str]:
     lines = []
+    signing = {r.source: r for r in releases}
     for plan in plans:
         old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
         lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
+        lines.append(signing_line(signing.get(plan.source)))
         for item in plan.items:
             if item.action != "keep" or item.local_edit or item.work is None:
                 lines.append(f"  {item.action:<9} {item.name:<28} {item.reason}")
@@ -201,7 +216,7 @@ def update_report_text(report: UpdateReport) -> str:
     if not report.plans:
         return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",
                           *(f"warning: {w}" for w in report.warnings)])
-    lines = update_plan_lines(report.plans)
+    lines = update_plan_lines(report.plans, report.releases)
     if report.up_to_date:
         lines.append("already up to date: nothing to change, no commit made")
     elif report.kind == "outdated" or report.dry_run:
@@ -218,6 +233,20 @@ def update_report_text(report: UpdateReport) -> str:
              for p in report.plans for s in p.skipped}
     lines += [f"warning: {w}" for w in report.warnings if w not in shown]
     return "\n".join(lines)
+
+
+def verify_text(report: VerifyReport) -> str:
+    lines = []
+    for s in report.sources:
+        if not s.signed:
+            lines.append(f"{s.source}: unsigned (no trust: keys), nothing to verify")
+        elif not s.installed:
+            lines.append(f"{s.source}: signed, not installed yet")
+        else:
+            lines.append(f"{s.source}: release {s.release} verified: signed by {s.signer}, "
+                         f"{s.items} items match" + (" (expired since: the next update "
+                                                     "needs a new release)" if s.expired else ""))
+    return "\n".join(lines) if lines else "(no sources)"
 
 
 def age_text(seconds: int | None) -> str:

@@ -48,7 +48,8 @@ def source_add(
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude", help="Gitignore-style pattern to leave out (repeatable).")] = None,
     trust: Annotated[list[str] | None, typer.Option(
-        "--trust", help="Signing key (signed releases are not supported yet: refused, exit 4)."
+        "--trust", help="A trusted signing key: an 'ssh-ed25519 AAAA…' line or a .pub file "
+        "(repeatable); the source then installs only signed releases."
     )] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -159,7 +159,8 @@ class LockedSource:
     ref: str
     commit: str
     items: Mapping[str, str]  # upstream item path -> digest as installed
-    release: int | None = None
+    release: int | None = None  # a signed source: the installed release's version ...
+    release_tag: str | None = None  # ... and its tag object id (spec §7)
 
 
 def load_lock(data: bytes, where: str = LOCK_FILE) -> dict[str, LockedSource]:
@@ -171,17 +172,21 @@ def load_lock(data: bytes, where: str = LOCK_FILE) -> dict[str, LockedSource]:
     for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
         what = f"{where}: sources.{source_name}"
         spec = _mapping(spec, what)
-        _unknown(spec, {"url", "ref", "commit", "release", "items"}, what)
+        _unknown(spec, {"url", "ref", "commit", "release", "release-tag", "items"}, what)
         items = _mapping(spec.get("items"), f"{what}.items")
         release = spec.get("release")
         if release is not None and (isinstance(release, bool) or not isinstance(release, int)):
             raise UsageError(f"{what}.release must be an integer")
+        release_tag = spec.get("release-tag")
+        if release_tag is not None and not isinstance(release_tag, str):
+            raise UsageError(f"{what}.release-tag must be a tag object id")
         locked[source_name] = LockedSource(
             url=str(spec.get("url", "")),
             ref=str(spec.get("ref", "")),
             commit=str(spec.get("commit", "")),
             items={str(k): str(v) for k, v in items.items()},
             release=release,
+            release_tag=release_tag,
         )
     return locked
 
@@ -197,5 +202,7 @@ def dump_lock(locked: Mapping[str, LockedSource]) -> bytes:
         }
         if entry.release is not None:
             spec["release"] = entry.release
+        if entry.release_tag is not None:
+            spec["release-tag"] = entry.release_tag
         sources[source_name] = spec
     return dump_yaml({"librarian-lock": 1, "sources": sources})

@@ -18,7 +18,7 @@ from librarian.content.worktree import NotRegularFile
 from librarian.core.events import trailers
 from librarian.core.names import check_name
 from librarian.core.receipts import BackupReceipt, Receipt
-from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
     LOCK_FILE,
@@ -41,6 +41,7 @@ from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import WorkTreeCache
 from librarian.store.txn import Transaction
+from librarian.trust.keys import parse_public_key, read_public_key
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class SourceInfo:
     commit: str | None  # the installed upstream commit (librarian.lock)
     items: int
     fetched: str | None  # what refs/librarian/sources/<name> names
+    keys: tuple[str, ...] = ()  # fingerprints of the trust: keys (signed releases only)
+    release: int | None = None  # the installed signed release (librarian.lock)
 
 
 def normalise_url(url: str) -> str:
@@ -77,17 +80,27 @@ def normalise_url(url: str) -> str:
     return str(path.absolute())
 
 
-def refuse_trust(trust: tuple[str, ...]) -> None:
-    """``trust:`` keys demand signed releases (spec §7), which this version cannot verify;
-    a subscription that ``update`` would have to refuse is not recorded at all."""
-    if trust:
-        raise TrustError(
-            "signed releases (--trust) are not supported by this version of librarian, and "
-            "librarian will not install unverified content for a source that demands it; "
-            "nothing was changed",
-            hint="add the source without --trust to follow it unverified, or upgrade "
-            "librarian",
-        )
+def trust_lines(trust: tuple[str, ...]) -> tuple[str, ...]:
+    """``--trust`` keys (a public-key line or a ``.pub`` path each) as the lines
+    ``library.yaml`` records; only ed25519 keys, no key twice."""
+    lines: list[str] = []
+    raws: set[bytes] = set()
+    for argument in trust:
+        key = read_public_key(argument)
+        if key.raw not in raws:
+            raws.add(key.raw)
+            lines.append(key.line())
+    return tuple(lines)
+
+
+def fingerprints(trust: tuple[str, ...]) -> tuple[str, ...]:
+    out = []
+    for line in trust:
+        try:
+            out.append(parse_public_key(line).fingerprint)
+        except UsageError:
+            out.append("(unusable key)")
+    return tuple(out)
 
 
 def add_source(
@@ -100,7 +113,7 @@ def add_source(
     exclude: tuple[str, ...] = (),
     trust: tuple[str, ...] = (),
 ) -> Receipt:
-    refuse_trust(trust)
+    trust = trust_lines(trust)
     check_name(name, "source name")
     url = normalise_url(url)
     if not ref.strip() or any(c in ref for c in " ~^:?*[\\") or ".." in ref:
@@ -114,18 +127,19 @@ def add_source(
                                 hint="`librarian source list`; remove it first or pick another")
         if tx.base.lookup(collection_path(name)) is not None:
             raise ConflictError(f"{collection_path(name)} already exists in the library")
-        source = SourceConfig(url=url, ref=ref, include=include, exclude=exclude)
+        source = SourceConfig(url=url, ref=ref, include=include, exclude=exclude, trust=trust)
         sources = dict(config.sources)
         sources[name] = source
         new_data = dump_library_config(replace(config, sources=sources))
         tx.put_file(LIBRARY_FILE, new_data)
         result = tx.commit(f"source-add {name}", trailers(
-            "source-add", source=name, url=strip_credentials(url), ref=ref))
+            "source-add", source=name, url=strip_credentials(url), ref=ref,
+            trust=fingerprints(trust)))
     return Receipt(
         kind="source_added", name=name, path=collection_path(name), digest=None,
         commit=result.commit,
         details={"url": strip_credentials(url), "ref": ref, "include": list(include),
-                 "exclude": list(exclude)},
+                 "exclude": list(exclude), "trust": list(fingerprints(trust))},
         note=f"nothing fetched yet: run `librarian update {name}`",
     )
 
@@ -146,7 +160,8 @@ def source_infos(snapshot: Snapshot) -> tuple[SourceInfo, ...]:
         out.append(SourceInfo(name, strip_credentials(source.url), source.ref,
                               source.include, source.exclude,
                               pin.commit if pin else None, len(pin.items) if pin else 0,
-                              ref.decode() if ref else None))
+                              ref.decode() if ref else None, fingerprints(source.trust),
+                              pin.release if pin else None))
     return tuple(out)
 
 

@@ -1,9 +1,11 @@
 """``outdated`` and ``update``: fetch, plan, back up, stage, swap, lock, commit once.
 
 1. Read the sources and the policy from the base commit's ``library.yaml`` (never the work
-   tree's), refuse a source that demands signed releases (``trust:``; not supported yet).
+   tree's).
 2. Fetch each source's ref into ``refs/librarian/sources/<name>`` (only the previously
-   fetched commit is offered as common history).
+   fetched commit is offered as common history); a signed source (``trust:``) is fetched
+   at its newest release tag and verified, and after planning the plan is checked against
+   the release's statement (``librarian.sources.releases``; a refusal is exit 4).
 3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
    keep (a local edit to an item upstream did not change is kept), conflict
    (``librarian.sources.plan``).
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
-from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
     LOCK_FILE,
@@ -41,13 +43,23 @@ from librarian.sources.plan import (
     skip_warnings,
     source_ref,
 )
+from librarian.sources.releases import (
+    ReleaseInfo,
+    check_plan,
+    fetch_source,
+    keep_release_tags,
+    release_info,
+    release_ref,
+    signed_entry,
+)
 from librarian.sources.upstream import collection_path
 from librarian.store.changes import FileChange
-from librarian.store.gitremote import fetch_ref, strip_credentials
+from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, make_tree
 from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.txn import Transaction, crash_point
+from librarian.trust.policy import VerifiedRelease
 
 __all__ = [
     "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
@@ -68,6 +80,7 @@ class UpdateReport:
     backups: tuple[Backup, ...] = ()
     stale_tools: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    releases: tuple[ReleaseInfo, ...] = ()  # how each planned source is signed
 
 
 class UpdateConflict(ConflictError):
@@ -93,7 +106,8 @@ def outdated(library: Library, names: Sequence[str] = (), *,
     """Fetch and plan; changes nothing in the work tree or on the branch."""
     report = update(library, names, dry_run=True, progress=progress)
     return UpdateReport("outdated", report.plans, None, dry_run=True,
-                        up_to_date=report.up_to_date, warnings=report.warnings)
+                        up_to_date=report.up_to_date, warnings=report.warnings,
+                        releases=report.releases)
 
 
 def update(
@@ -114,8 +128,8 @@ def update(
             return UpdateReport("update", (), None, dry_run=dry_run, up_to_date=True,
                                 warnings=notes)
         chosen = _choose(config.sources, names)
-        _refuse_unverifiable(chosen)
-        previous = {name: store.ref(source_ref(name)) for name in chosen}
+        previous = {ref: store.ref(ref) for name in chosen
+                    for ref in (source_ref(name), release_ref(name))}
         try:
             return _fetch_plan_apply(tx, chosen, notes, dry_run=dry_run, force=force,
                                      progress=progress)
@@ -126,9 +140,8 @@ def update(
             raise
 
 
-def _restore_refs(store: GitStore, previous: Mapping[str, ObjectId | None]) -> None:
-    for name, old in previous.items():
-        ref = source_ref(name)
+def _restore_refs(store: GitStore, previous: Mapping[bytes, ObjectId | None]) -> None:
+    for ref, old in previous.items():
         current = store.ref(ref)
         if current == old or current is None:
             continue
@@ -149,37 +162,45 @@ def _fetch_plan_apply(
 ) -> UpdateReport:
     library, store, base_tree = tx.library, tx.store, tx.base.tree
     fetched = {}
+    releases = {}
+    locked = tx.base.lock
     for name, source in chosen.items():
         if progress is not None:
             progress(f"fetching {name} from {strip_credentials(source.url)}\n")
-        fetched[name] = fetch_ref(store, source.url, source.ref, into=source_ref(name),
-                                  have=store.ref(source_ref(name)), progress=progress)
+        fetched[name], release = fetch_source(store, name, source, locked.get(name),
+                                              progress=progress)
+        if release is not None:
+            releases[name] = release
     crash_point("update-after-fetch")
-    locked = tx.base.lock
     plans = tuple(
         plan_source(library, store, base_tree, name, source, locked.get(name),
                     fetched[name].commit, tx.base.policy)
         for name, source in chosen.items()
     )
+    for plan in plans:
+        check_plan(store, plan, releases.get(plan.source))
+    signing = tuple(release_info(n, s, releases.get(n)) for n, s in chosen.items())
     warnings = notes + tuple(skip_warnings(plans))
     conflicts = [c for p in plans for c in p.conflicts]
     unchanged = all(
-        not p.changes and not p.conflicts and lock_entry(p) == locked.get(p.source)
+        not p.changes and not p.conflicts
+        and signed_entry(lock_entry(p), releases.get(p.source)) == locked.get(p.source)
         for p in plans
     )
     if dry_run or unchanged:
         return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
-                            warnings=warnings)
+                            warnings=warnings, releases=signing)
     if conflicts and not force:
         raise UpdateConflict(plans)
     tx.check_unmodified(FileChange(LOCK_FILE, None))
     backups = _back_up_conflicts(library, store, tx.base.commit, plans) if conflicts else ()
     crash_point("update-after-backup")
     resolved = tuple(_resolve_conflicts(p) for p in plans)
-    commit = _commit(tx, resolved, backups)
+    keep_release_tags(store, releases)
+    commit = _commit(tx, resolved, backups, releases)
     stale = _stale_tools(tx.base, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
-                        stale_tools=stale, warnings=warnings)
+                        stale_tools=stale, warnings=warnings, releases=signing)
 
 
 def _choose(
@@ -193,25 +214,6 @@ def _choose(
                          hint="`librarian source list`; a source is added with "
                          "`librarian source add` (a hand edit must be committed)")
     return {n: sources[n] for n in dict.fromkeys(names)}
-
-
-def _refuse_unverifiable(chosen: Mapping[str, SourceConfig]) -> None:
-    """A source with ``trust:`` keys installs only verified signed releases (spec §7), which
-    this version cannot verify: refuse before anything is fetched, rather than install
-    unsigned content the library said it must not take."""
-    demanding = [name for name, source in chosen.items() if source.trust]
-    if not demanding:
-        return
-    others = [name for name in chosen if name not in demanding]
-    raise TrustError(
-        f"source {demanding[0]!r} demands signed releases (trust: in {LIBRARY_FILE}), but "
-        "signed releases are not supported by this version of librarian, and librarian will "
-        "not install unverified content for a source that demands it; nothing was changed",
-        hint="upgrade librarian; or, to follow the source unverified, remove its trust: keys "
-        f"from {LIBRARY_FILE} and commit that"
-        + (f"; or update the other sources by name: `librarian update {' '.join(others)}`"
-           if others else ""),
-    )
 
 
 def _uncommitted_config_note(snapshot: Snapshot) -> tuple[str, ...]:
@@ -252,7 +254,8 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
                       tuple(items), plan.skipped, plan.filtered_out)
 
 
-def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup]) -> str:
+def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup],
+            releases: Mapping[str, VerifiedRelease]) -> str:
     store = tx.store
     new_locked = dict(tx.base.lock)
     root = tx.base.tree
@@ -264,7 +267,7 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
                                        for p, t in upstream_trees.items()})
         root = store.with_path(root, collection_path(plan.source),
                                TreeEntry(MODE_TREE, collection) if collection else None)
-        new_locked[plan.source] = lock_entry(plan)
+        new_locked[plan.source] = signed_entry(lock_entry(plan), releases.get(plan.source))
         pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
             tree = upstream_trees.get(item.path)

@@ -111,11 +111,23 @@ def read_public_key(argument: str) -> PublicKey:
     if argument.strip().startswith("ssh-"):
         return parse_public_key(argument)
     path = Path(argument).expanduser()
+    if not path.exists():
+        raise UsageError(f"{_clip(argument)!r} is neither a public key line nor a key file",
+                         hint=f"a key is a '{KEY_TYPE} AAAA… comment' line (quoted) or the "
+                         "path of a .pub file")
     text = _read_small(path, "public key file")
     for line in text.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             return parse_public_key(line)
     raise UsageError(f"{path} holds no public key line")
+
+
+def public_key_of(path: Path) -> PublicKey:
+    """The public key of a key file: a ``.pub`` file, or an OpenSSH private key."""
+    text = _read_small(path, "key file")
+    if text.lstrip().startswith("ssh-"):
+        return read_public_key(str(path))
+    return load_signing_key(path).public
 
 
 def load_signing_key(path: Path) -> SigningKey:

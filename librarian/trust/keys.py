@@ -177,6 +177,10 @@ def generate_key(path: Path, comment: str | None = None) -> SigningKey:
         comment = _default_comment()
     if any(c in comment for c in "\r\n"):
         raise UsageError("a key comment is one line")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {path.parent}: {exc.strerror}") from None
     private = Ed25519PrivateKey.generate()
     raw = private.public_key().public_bytes(serialization.Encoding.Raw,
                                             serialization.PublicFormat.Raw)

@@ -20,12 +20,16 @@ def test_the_demo_tours_every_capability_through_the_library(tmp_path: Path) -> 
                      "librarian log", "librarian review", "librarian promote",
                      "librarian prompt", "librarian expose", "librarian approve",
                      "librarian run", "librarian wait", "librarian withdraw",
-                     "librarian source add", "librarian update --force"):
+                     "librarian source add", "librarian update --force",
+                     "librarian key generate", "librarian --library", "librarian verify"):
         assert any(c.startswith(expected) for c in commands), expected
     assert "modified   skills/commit-message" in transcript  # drift is shown
     assert "<available_skills>" in transcript
     assert "(exit 5" in transcript and "(exit 3" in transcript  # refusals are shown
     assert "git restore --source=refs/librarian/backups/" in transcript
+    assert "signed: librarian-release/1 by SHA256:" in transcript  # a signed release
+    assert "(exit 4" in transcript and "not a trusted key of this source" in transcript
+    assert "team-signed: release 1 verified" in transcript
 
 
 @requires_git

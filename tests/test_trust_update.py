@@ -245,7 +245,8 @@ def test_key_rotation_add_the_new_key_then_remove_the_old(
     publisher.skill("skills/pdf", body="Two.\n").commit("two")
     publisher.release(new, 2)
     # subscribers who have not added the new key are told, and nothing changes
-    refused(capsys, subscribed, f"signed by {new.public.fingerprint}", "add it")
+    refused(capsys, subscribed, f"signed by {new.public.fingerprint}",
+            "add it to the source's trust:")
     # step 1: trust both keys
     edit_source(subscribed, "team", trust=(key.public.line(), new.public.line()))
     assert lib(capsys, subscribed, "update").code == 0 and lock(subscribed).release == 2

@@ -22,8 +22,8 @@ from .sshsig import verify
 from .statement import ReleaseStatement, parse_statement
 from .tag import parse_tag, release_version
 
-ROTATION_HINT = "if the publisher moved to a new key, add it with `librarian source add` or " \
-    "to trust: in library.yaml (docs/sources.md, key rotation)"
+ROTATION_HINT = "if the publisher moved to a new key, add it to the source's trust: in " \
+    "library.yaml and commit that (docs/sources.md, key rotation)"
 
 
 @dataclass(frozen=True)

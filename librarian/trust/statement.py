@@ -10,10 +10,12 @@
     items:
       skills/pdf: sha256:…            # every item of the commit: upstream path -> digest
 
-Written deterministically (sorted keys, one item a line) and parsed strictly: every key
-required, no other key, exact types. Times are UTC; an unquoted YAML timestamp is read
-too, so a hand-written statement signed with ``git tag -s`` is accepted when it says the
-same. Any defect is a TrustError: a statement that cannot be read cannot be trusted.
+Written deterministically (this key order, items sorted, one a line; a value YAML would
+read as something else, such as a commit id of digits only, is quoted) and parsed
+strictly: every key required, no other key, exact types. Times are UTC; an unquoted
+YAML timestamp is read too, so a hand-written statement signed with ``git tag -s`` is
+accepted when it says the same. Any defect is a TrustError: a statement that cannot be
+read cannot be trusted.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from ..errors import TrustError, UsageError
 from ..formats.yamlio import dump_yaml, load_yaml
@@ -60,15 +61,13 @@ def new_statement(version: int, commit: str, items: Mapping[str, str], *,
 
 
 def dump_statement(statement: ReleaseStatement) -> bytes:
-    document: dict[str, Any] = {
-        "librarian-release": FORMAT,
-        "version": statement.version,
-        "commit": statement.commit,
-        "created": _time_text(statement.created),
-        "expires": _time_text(statement.expires),
-        "items": dict(sorted(statement.items.items())),
-    }
-    return dump_yaml(document)
+    """The statement in a fixed key order (the format line first, so ``git tag -n`` shows
+    it), items sorted, one a line."""
+    fields = (("librarian-release", FORMAT), ("version", statement.version),
+              ("commit", statement.commit), ("created", _time_text(statement.created)),
+              ("expires", _time_text(statement.expires)),
+              ("items", dict(sorted(statement.items.items()))))
+    return b"".join(dump_yaml({key: value}) for key, value in fields)
 
 
 def parse_statement(data: bytes) -> ReleaseStatement:
@@ -94,7 +93,8 @@ def parse_statement(data: bytes) -> ReleaseStatement:
         raise TrustError("the release statement's version is not a whole number")
     commit = document["commit"]
     if not isinstance(commit, str):
-        raise TrustError("the release statement's commit is not a commit id")
+        raise TrustError("the release statement's commit is not a commit id (quote it: "
+                         "YAML reads an id of digits only as a number)")
     items = document["items"]
     if items is None:
         items = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from librarian.cli.demo import releases as demo_releases
 from librarian.cli.demo import skills as demo_skills
 from librarian.cli.demo import sources as demo_sources
 from librarian.cli.demo import tools as demo_tools
@@ -55,7 +56,7 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
     steps.append(DemoStep("The audit trail: retention events with their git trailers",
                           "librarian log -n 3", log_text(read_log(library, limit=3))))
 
-    for chapter in (demo_skills, demo_tools, demo_sources):
+    for chapter in (demo_skills, demo_tools, demo_sources, demo_releases):
         steps += chapter.tour(library, workspace)
     steps.append(DemoStep("Explore on your own", f"cd {root} && git log --stat",
                           f"The demo library stays at {root}; remove it when done."))

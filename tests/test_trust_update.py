@@ -271,3 +271,9 @@ def test_trust_added_to_an_unsigned_source_needs_a_release(
     assert lib(capsys, library, "update").code == 0  # release 1 is this very commit
     assert lock(library).release == 1 and head(library) != old
     assert lib(capsys, library, "verify").code == 0
+
+
+def test_source_remove_drops_the_release_ref(subscribed: Path, capsys: Cap) -> None:
+    assert b"refs/librarian/releases/team" in library_refs(subscribed)
+    assert lib(capsys, subscribed, "source", "remove", "team").code == 0
+    assert not any(r.startswith(b"refs/librarian/") for r in library_refs(subscribed))

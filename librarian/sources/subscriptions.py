@@ -33,6 +33,7 @@ from librarian.sources.plan import (
     installed_items,
     source_ref,
 )
+from librarian.sources.releases import release_ref
 from librarian.sources.upstream import collection_path, compile_patterns
 from librarian.store.changes import FileChange
 from librarian.store.gitremote import parse_remote, strip_credentials, url_problem
@@ -191,9 +192,9 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Backup
         tx.put_dir(collection_path(name), None)
         result = tx.commit_over_local_edits(f"source-remove {name}", trailers(
             "source-remove", source=name, backup=backup.ref if backup else None))
-        fetched = store.ref(source_ref(name))
-        if fetched is not None:
-            store.delete_ref(source_ref(name))
+        for ref in (source_ref(name), release_ref(name)):  # fetched commit, release tag
+            if store.ref(ref) is not None:
+                store.delete_ref(ref)
     return BackupReceipt(kind="source_removed", name=name, path=collection_path(name),
                          digest=None, commit=result.commit,
                          details={"url": strip_credentials(config.sources[name].url)},

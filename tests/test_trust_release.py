@@ -164,9 +164,16 @@ def test_release_outside_a_git_repository_is_a_usage_error(
     assert result.code == 2 and "not inside a git repository" in result.err
 
 
-def test_key_public_prints_the_line_of_either_file(tmp_path: Path, capsys: Cap) -> None:
+def test_key_public_prints_the_line_of_either_file(
+    tmp_path: Path, library: Path, capsys: Cap
+) -> None:
     key = generate_key(tmp_path / "release", comment="me@example.org")
     for path in (tmp_path / "release", tmp_path / "release.pub"):
         result = run_main(capsys, "key", "public", str(path))
         assert result.code == 0 and result.out.strip() == key.public.line()
     assert run_main(capsys, "key", "generate", str(tmp_path / "release")).code == 3
+    # a private key given where a public one belongs is refused without echoing it
+    result = run_main(capsys, "--library", str(library), "source", "add", "team",
+                      str(library), "--trust", str(tmp_path / "release"))
+    assert result.code == 2 and "is a private key" in result.err
+    assert "PRIVATE" not in result.err

@@ -116,6 +116,10 @@ def read_public_key(argument: str) -> PublicKey:
                          hint=f"a key is a '{KEY_TYPE} AAAA… comment' line (quoted) or the "
                          "path of a .pub file")
     text = _read_small(path, "public key file")
+    if "PRIVATE KEY-----" in text:  # never echo any of it
+        raise UsageError(f"{path} is a private key; a trusted key is the public one",
+                         hint=f"pass {path}.pub, or the line `librarian key public {path}` "
+                         "prints")
     for line in text.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             return parse_public_key(line)

@@ -277,3 +277,56 @@ def test_source_remove_drops_the_release_ref(subscribed: Path, capsys: Cap) -> N
     assert b"refs/librarian/releases/team" in library_refs(subscribed)
     assert lib(capsys, subscribed, "source", "remove", "team").code == 0
     assert not any(r.startswith(b"refs/librarian/") for r in library_refs(subscribed))
+
+
+@pytest.mark.parametrize("transport", ["file", "git-daemon", "http"])
+def test_signed_releases_over_real_transports(
+    library: Path, tmp_path: Path, key: SigningKey, capsys: Cap, transport: str
+) -> None:
+    """The release tags are listed and fetched over git://, http:// and file:// as well as
+    from a local path; a forged release is refused the same way over the wire."""
+    from helpers import GIT
+    from sources_helpers import git_daemon, http_server
+
+    served = Publisher(tmp_path / "srv" / "team.git")
+    served.skill("skills/pdf").commit("first")
+    served.release(key, 1)
+    if transport == "git-daemon" and GIT is None:
+        pytest.skip("the git binary is not installed")
+
+    def run(url: str) -> None:
+        added = lib(capsys, library, "source", "add", "team", url, "--trust", key.public.line())
+        assert added.code == 0, added.err
+        first = lib(capsys, library, "update")
+        assert first.code == 0, first.err
+        assert lock(library).release == 1
+        served.skill("skills/pdf", body="Two.\n").commit("two")
+        served.release(generate_key(tmp_path / "stranger"), 2)
+        refused(capsys, library, "not a trusted key of this source")
+        served.release(key, 2)  # the honest release 2 replaces the forged tag
+        second = lib(capsys, library, "update")
+        assert second.code == 0, second.err
+        assert lock(library).release == 2
+        assert lib(capsys, library, "verify").code == 0
+
+    if transport == "file":
+        run("file://" + served.url)
+    elif transport == "git-daemon":
+        with git_daemon(served.path.parent) as base:
+            run(f"{base}/team.git")
+    else:
+        with http_server({"/team.git": served.path}) as base:
+            run(f"{base}/team.git")
+
+
+def test_a_first_update_refused_leaves_no_ref_behind(
+    library: Path, tmp_path: Path, key: SigningKey, capsys: Cap
+) -> None:
+    up = Publisher(tmp_path / "forged.git")
+    up.skill("skills/pdf").commit("first")
+    up.release(generate_key(tmp_path / "stranger"), 1)
+    assert lib(capsys, library, "source", "add", "team", up.url, "--trust",
+               key.public.line()).code == 0
+    refused(capsys, library, "not a trusted key of this source")
+    assert not any(r.startswith(b"refs/librarian/") for r in library_refs(library))
+    assert not (library / "sources").exists() or not any((library / "sources").iterdir())

@@ -58,9 +58,8 @@ def release(
 
     receipt = make_release(find_publisher(State.library or Path.cwd()), key,
                            expires_days=expires)
-    details = receipt.details
-    emit(receipt, as_json, receipt_text(receipt) + f"\n  {details['items']} items, signed by "
-         f"{details['key']}, expires {details['expires']}\n  publish it: {details['publish']}")
+    emit(receipt, as_json, receipt_text(receipt) + f"\n  {receipt.items} items, signed by "
+         f"{receipt.key}, expires {receipt.expires}\n  publish it: {receipt.publish}")
 
 
 @app.command()

@@ -15,6 +15,7 @@ one new ref, ``refs/tags/librarian-release/<N>`` (N one above the highest), on H
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,6 +33,18 @@ from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_ve
 TAG_REFS = b"refs/tags/" + RELEASE_TAG_PREFIX.encode()
 
 
+@dataclass(frozen=True)
+class ReleaseReceipt(Receipt):
+    """``release``: the tag made, what it signs, with which key, until when."""
+
+    version: int = 0
+    tag: str = ""  # the tag object id
+    items: int = 0
+    key: str = ""  # the signing key's fingerprint
+    expires: str = ""
+    publish: str = ""  # the command that publishes it
+
+
 def find_publisher(start: Path) -> Path:
     """The work tree of the git repository holding ``start`` (a library or not)."""
     here = start.absolute()
@@ -44,7 +57,7 @@ def find_publisher(start: Path) -> Path:
 
 
 def release(root: Path, key_path: Path, *, expires_days: int = DEFAULT_EXPIRY_DAYS,
-            now: datetime | None = None) -> Receipt:
+            now: datetime | None = None) -> ReleaseReceipt:
     key = load_signing_key(key_path)
     when = now or datetime.now(timezone.utc)
     with GitStore(root) as store:
@@ -68,12 +81,11 @@ def release(root: Path, key_path: Path, *, expires_days: int = DEFAULT_EXPIRY_DA
         raw = signed_tag(head.decode(), name, tagger(store, int(when.timestamp()), offset // 60),
                          dump_statement(statement), key)
         tag_id = write_tag(store, raw, b"refs/tags/" + name.encode())
-    return Receipt(
+    return ReleaseReceipt(
         kind="release", name=name, path="refs/tags/" + name, digest=None,
-        commit=head.decode(),
-        details={"version": version, "tag": tag_id.decode(), "items": len(items),
-                 "key": key.public.fingerprint, "expires": dump_time(statement.expires),
-                 "publish": f"git push origin {name}"},
+        commit=head.decode(), version=version, tag=tag_id.decode(), items=len(items),
+        key=key.public.fingerprint, expires=dump_time(statement.expires),
+        publish=f"git push origin {name}",
     )
 
 

@@ -43,8 +43,8 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         "The team signs its HEAD: an annotated tag holding the statement of every item's "
         "digest, signed as `git tag -s` signs (plain `git tag -v` verifies it)",
         f"librarian --library {shared_root} release --key {key_path}",
-        receipt_text(receipt) + f"\n  {receipt.details['items']} items, signed by "
-        f"{receipt.details['key']}, expires {receipt.details['expires']}"))
+        receipt_text(receipt) + f"\n  {receipt.items} items, signed by {receipt.key}, "
+        f"expires {receipt.expires}"))
     added = add_source(library, SOURCE, str(shared_root), trust=(f"{key_path}.pub",))
     steps.append(DemoStep("Subscribe trusting that key only: only signed releases install",
                           f"librarian source add {SOURCE} {shared_root} --trust {key_path}.pub",

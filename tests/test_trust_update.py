@@ -236,6 +236,15 @@ def test_verify_refuses_a_lock_that_lies_about_its_release(
                      committer=b"U <u@example.org>")
     result = lib(capsys, subscribed, "verify")
     assert result.code == 4 and "does not cover this tag" in assert_one_error_line(result.err)
+    tag = lock(subscribed).release_tag
+    for lie in ("f" * 40, "not-an-id"):
+        path.write_text(path.read_text().replace(tag, lie))
+        porcelain.add(str(subscribed), paths=[str(path)])
+        porcelain.commit(str(subscribed), message="lie", author=b"U <u@example.org>",
+                         committer=b"U <u@example.org>")
+        result = lib(capsys, subscribed, "verify")
+        assert result.code == 4 and "is not in the object store" in result.err, result.err
+        tag = lie
 
 
 def test_key_rotation_add_the_new_key_then_remove_the_old(

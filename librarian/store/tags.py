@@ -19,6 +19,7 @@ from librarian.store.gitremote import hide_secrets, hostile_host, strip_credenti
 from librarian.store.gitstore import FALLBACK_IDENTITY, GitStore, ObjectId
 
 TAG_TYPE = 4  # git's object type number for a tag
+_HEX = re.compile(rb"[0-9a-f]{40}")
 
 
 def remote_refs(url: str, prefix: bytes) -> dict[bytes, ObjectId]:
@@ -48,6 +49,8 @@ def remote_refs(url: str, prefix: bytes) -> dict[bytes, ObjectId]:
 
 def tag_bytes(store: GitStore, sha: ObjectId) -> bytes | None:
     """The exact body of tag object ``sha`` (None when it is absent or not a tag)."""
+    if not _HEX.fullmatch(sha):  # e.g. a hand-edited lock
+        return None
     try:
         type_num, raw = store.dulwich_repo.object_store.get_raw(ObjectID(sha))
     except KeyError:

@@ -177,3 +177,25 @@ def test_key_public_prints_the_line_of_either_file(
                       str(library), "--trust", str(tmp_path / "release"))
     assert result.code == 2 and "is a private key" in result.err
     assert "PRIVATE" not in result.err
+
+
+def test_trust_takes_the_ed25519_keys_of_a_hosts_key_list(
+    tmp_path: Path, library: Path, capsys: Cap
+) -> None:
+    """A git host publishes a user's keys at https://<host>/<user>.keys, one a line, of
+    any type: --trust with that file trusts its ed25519 keys, each once."""
+    one, two = generate_key(tmp_path / "one"), generate_key(tmp_path / "two")
+    rsa = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 alice@laptop"
+    listing = tmp_path / "alice.keys"
+    listing.write_text(f"{rsa}\n{one.public.line()}\n{two.public.line()}\n")
+    result = run_main(capsys, "--library", str(library), "source", "add", "team",
+                      str(library), "--trust", str(listing), "--trust", one.public.line(),
+                      "--json")
+    assert result.code == 0, result.err
+    assert result.json["trust"] == [one.public.fingerprint, two.public.fingerprint]
+    only_rsa = tmp_path / "bob.keys"
+    only_rsa.write_text(rsa + "\n")
+    refused = run_main(capsys, "--library", str(library), "source", "add", "other",
+                       str(library), "--trust", str(only_rsa))
+    assert refused.code == 2 and "ed25519 keys only" in refused.err
+

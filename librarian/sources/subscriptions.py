@@ -42,7 +42,7 @@ from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import WorkTreeCache
 from librarian.store.txn import Transaction
-from librarian.trust.keys import parse_public_key, read_public_key
+from librarian.trust.keys import parse_public_key, read_public_keys
 
 
 @dataclass(frozen=True)
@@ -82,15 +82,15 @@ def normalise_url(url: str) -> str:
 
 
 def trust_lines(trust: tuple[str, ...]) -> tuple[str, ...]:
-    """``--trust`` keys (a public-key line or a ``.pub`` path each) as the lines
-    ``library.yaml`` records; only ed25519 keys, no key twice."""
+    """``--trust`` keys (a public-key line, a ``.pub`` file or a host's ``.keys`` list each)
+    as the lines ``library.yaml`` records; only ed25519 keys, no key twice."""
     lines: list[str] = []
     raws: set[bytes] = set()
     for argument in trust:
-        key = read_public_key(argument)
-        if key.raw not in raws:
-            raws.add(key.raw)
-            lines.append(key.line())
+        for key in read_public_keys(argument):
+            if key.raw not in raws:
+                raws.add(key.raw)
+                lines.append(key.line())
     return tuple(lines)
 
 

@@ -107,9 +107,16 @@ def parse_public_key(text: str) -> PublicKey:
 
 def read_public_key(argument: str) -> PublicKey:
     """A key given on the command line: the line itself, or the path of a file holding it
-    (a ``.pub`` file: its first line that is not blank or a ``#`` comment)."""
+    (a ``.pub`` file: its first ed25519 key)."""
+    return read_public_keys(argument)[0]
+
+
+def read_public_keys(argument: str) -> tuple[PublicKey, ...]:
+    """The keys an argument names: the line itself; or every ed25519 line of a file (a
+    ``.pub`` file, or the key list a git host publishes at ``https://<host>/<user>.keys``,
+    where other key types are skipped; a file with no ed25519 key at all is refused)."""
     if argument.strip().startswith("ssh-"):
-        return parse_public_key(argument)
+        return (parse_public_key(argument),)
     path = Path(argument).expanduser()
     if not path.exists():
         raise UsageError(f"{_clip(argument)!r} is neither a public key line nor a key file",
@@ -120,10 +127,14 @@ def read_public_key(argument: str) -> PublicKey:
         raise UsageError(f"{path} is a private key; a trusted key is the public one",
                          hint=f"pass {path}.pub, or the line `librarian key public {path}` "
                          "prints")
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return parse_public_key(line)
-    raise UsageError(f"{path} holds no public key line")
+    lines = [line for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise UsageError(f"{path} holds no public key line")
+    ours = [line for line in lines if line.split(None, 1)[0] == KEY_TYPE]
+    if not ours:
+        return (parse_public_key(lines[0]),)  # raises: says which type it is
+    return tuple(parse_public_key(line) for line in ours)
 
 
 def public_key_of(path: Path) -> PublicKey:

@@ -48,8 +48,8 @@ def source_add(
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude", help="Gitignore-style pattern to leave out (repeatable).")] = None,
     trust: Annotated[list[str] | None, typer.Option(
-        "--trust", help="A trusted signing key: an 'ssh-ed25519 AAAA…' line or a .pub file "
-        "(repeatable); the source then installs only signed releases."
+        "--trust", help="A trusted signing key: an 'ssh-ed25519 AAAA…' line, a .pub file or a "
+        "host's <user>.keys list (repeatable); the source then installs only signed releases."
     )] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -31,6 +31,7 @@ from helpers import (
 
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
+from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_DIR, listed_skills
 from librarian.ops.retention import retain
 from librarian.store import apply, txn
 from librarian.store.library import Library
@@ -306,9 +307,17 @@ def test_crash_leaves_the_library_exactly_before_or_after(
             assert [p.decode() for p in repo[repo.refs[b"HEAD"]].parents] == [crashed_commit]
         finally:
             repo.close()
-    assert tree_snapshot(library) == expected_tree
+    # The Claude Code manifests follow the visible skills (spec §8), checked on their own.
+    assert _skill_files(tree_snapshot(library)) == _skill_files(expected_tree)
+    listed = set(listed_skills((library / MARKETPLACE_FILE).read_bytes()) or ())
+    assert listed == {k.rstrip("/") for k in expected_tree
+                      if k.startswith("skills/") and k.count("/") == 2 and k.endswith("/")}
     _no_transaction_left(library)
     assert_git_consistent(library)
+
+
+def _skill_files(snapshot: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in snapshot.items() if not k.startswith(PLUGIN_DIR)}
 
 
 def test_crash_then_read_only_commands_work_and_recover_is_idempotent(

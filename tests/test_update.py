@@ -135,9 +135,11 @@ def test_upstream_adds_changes_and_removes(
         # the update commit's diff is the upstream change itself
         changed = set(git_text(library, "diff", "--no-renames", "--name-only", "HEAD~1",
                                "HEAD").split())
+        # (and the Claude Code manifests, since the visible skills changed: spec §8)
         assert changed == {"librarian.lock", "sources/team/skills/pdf/SKILL.md",
                            "sources/team/skills/new/SKILL.md",
-                           "sources/team/skills/docx/SKILL.md"}
+                           "sources/team/skills/docx/SKILL.md",
+                           ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json"}
 
 
 def test_local_edit_is_kept_when_upstream_did_not_change_it(

@@ -26,6 +26,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
+    **dict.fromkeys(("mcp", "export"), "agents"),
 }
 FOUNDATION_COMMANDS = frozenset(
     ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 EVENTS = (
@@ -57,7 +59,27 @@ def trailers(event: str, *pairs: tuple[str, str], **fields: TrailerValue) -> tup
     return tuple(out)
 
 
+#: The agent on whose behalf commits are being made (``librarian mcp``), or None.
+_ACTING_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "librarian_acting_agent", default=None)
+AGENT_TRAILER = "Librarian-Agent"
+
+
+@contextlib.contextmanager
+def acting_agent(name: str | None) -> Iterator[None]:
+    """Every commit message formatted inside (in this thread or task) names the agent in a
+    ``Librarian-Agent`` trailer: the MCP client's own name from ``initialize``."""
+    token = _ACTING_AGENT.set(name)
+    try:
+        yield
+    finally:
+        _ACTING_AGENT.reset(token)
+
+
 def format_message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
+    agent = _ACTING_AGENT.get()
+    if agent is not None and agent.strip():
+        trailers = [*trailers, (AGENT_TRAILER, agent)]
     events = [value for key, value in trailers if key == "Librarian-Event"]
     if len(events) > 1 or (events and events[0] not in EVENTS):
         # A programming error, not user input: the event vocabulary is the spec's.

@@ -19,6 +19,9 @@ from librarian.formats.yamlio import dump_yaml, load_yaml
 LIBRARY_FILE = "library.yaml"
 TOOLS_FILE = "tools.yaml"
 LOCK_FILE = "librarian.lock"
+#: What ``agents.may`` may grant an agent over MCP, and what it grants when unset.
+AGENT_VERBS = ("draft", "promote", "defer", "discard", "expose")
+DEFAULT_AGENT_VERBS = ("draft",)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class LibraryConfig:
     resident: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     sources: Mapping[str, SourceConfig] = field(default_factory=dict)
+    agents_may: tuple[str, ...] | None = None  # ``agents: {may: [...]}``; None: not set
+
+    @property
+    def agent_verbs(self) -> tuple[str, ...]:
+        """What an agent may do over MCP (spec §8): ``agents.may``, default ``[draft]``."""
+        return DEFAULT_AGENT_VERBS if self.agents_may is None else self.agents_may
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:
@@ -63,7 +72,7 @@ def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
 
 def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig:
     doc = _mapping(load_yaml(data, where), where)
-    _unknown(doc, {"librarian", "name", "policy", "skills", "sources"}, where)
+    _unknown(doc, {"librarian", "name", "policy", "skills", "sources", "agents"}, where)
     if doc.get("librarian") != 1:
         raise UsageError(f"{where}: 'librarian: 1' is required (format version)")
     name = doc.get("name")
@@ -96,7 +105,15 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
             exclude=_strings(spec.get("exclude"), f"{what}.exclude"),
             trust=_strings(spec.get("trust"), f"{what}.trust"),
         )
+    agents = _mapping(doc.get("agents"), f"{where}: agents")
+    _unknown(agents, {"may"}, f"{where}: agents")
+    may = _strings(agents.get("may"), f"{where}: agents.may") if "may" in agents else None
+    for verb in may or ():
+        if verb not in AGENT_VERBS:
+            raise UsageError(f"{where}: agents.may: unknown verb {verb!r}",
+                             hint="one of: " + ", ".join(AGENT_VERBS))
     return LibraryConfig(
+        agents_may=may,
         name=name,
         policy=Policy(**policy_doc),
         resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
@@ -115,6 +132,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
             spec["trust"] = list(source.trust)
         sources[source_name] = spec
     policy = {f.name: getattr(config.policy, f.name) for f in fields(Policy)}
+    agents = {} if config.agents_may is None else {"agents": {"may": list(config.agents_may)}}
     return dump_yaml(
         {
             "librarian": 1,
@@ -122,6 +140,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
             "policy": policy,
             "skills": {"resident": list(config.resident), "hidden": list(config.hidden)},
             "sources": sources,
+            **agents,
         }
     )
 

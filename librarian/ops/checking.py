@@ -23,6 +23,7 @@ from librarian.core.model import (
 )
 from librarian.core.names import name_problem
 from librarian.errors import LibrarianError
+from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE
 from librarian.formats.config import (
     LIBRARY_FILE,
     LOCK_FILE,
@@ -35,6 +36,7 @@ from librarian.formats.config import (
 from librarian.store.gitstore import GitStore
 from librarian.store.indexscan import read_index
 from librarian.store.library import Library
+from librarian.store.plugin import expected_plugin_files, plugin_problems
 
 Loader = Callable[[], bytes]
 #: (posix path in the library, git mode, content loader)
@@ -64,9 +66,9 @@ def _work_entries(root: Path) -> Iterable[Entry]:
             mode = st.st_mode if not stat.S_ISREG(st.st_mode) else (
                 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644)
             yield path.relative_to(root).as_posix(), mode, path.read_bytes
-    for name in (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE):
+    for name in (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE, PLUGIN_FILE, MARKETPLACE_FILE):
         path = root / name
-        if path.is_file():
+        if not path.parent.is_symlink() and path.is_file() and not path.is_symlink():
             yield name, 0o100644, path.read_bytes
 
 
@@ -164,6 +166,7 @@ def check_library(
             _index_entries(library, store, index_file) if staged else _work_entries(library.root)
         )
         items, top, problems = _group(entries)
+        manifests = {e[0]: e[2]() for e in entries if e[0] in (PLUGIN_FILE, MARKETPLACE_FILE)}
         policy = Policy()
         if LIBRARY_FILE not in top:
             problems.append(f"{LIBRARY_FILE}: missing")
@@ -181,6 +184,9 @@ def check_library(
         except LibrarianError as exc:
             problems.append(exc.message)
         items = _merge_managed(items)
+        skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
+        expected = None if staged else expected_plugin_files(store, store.tree_of(store.head()))
+        problems.extend(plugin_problems(manifests, expected, skill_dirs))
         seen: dict[str, str] = {}
         for path in sorted(items):
             problems.extend(_check_item(path, items[path], policy))

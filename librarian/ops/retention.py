@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from librarian.content.validate import load_source
+from librarian.content.validate import load_source, validate_item
 from librarian.core.events import trailers
-from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile
+from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError
+from librarian.store.changes import CommitResult
 from librarian.store.library import Library
 from librarian.store.txn import Transaction
 
@@ -34,27 +36,48 @@ def retain(
 ) -> Receipt:
     with Transaction(library) as tx:
         content = load_source(source, tx.base.policy, name=name)
-        directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
-        item_path = f"{directory}/{content.name}"
-        digest = content.digest
-        existing = tx.base.taken_by(content.name)
-        if existing is not None:
-            raise ConflictError(
-                f"the name {content.name!r} is taken by {existing}",
-                hint="retain never overwrites: use `librarian revise` for a new revision, "
-                "or choose another name",
-            )
-        what = f"draft {content.kind}" if draft else content.kind
-        tx.put_dir(item_path, content.files)
-        result = tx.commit(f"retain {what} {content.name}", trailers(
-            "retain", item=item_path, kind=content.kind, digest=digest,
-            evidence=evidence_text(evidence)))
+        result = _admit(tx, content, draft, evidence)
+    return _receipt(library, content, draft, result.commit)
+
+
+def retain_files(library: Library, files: tuple[ItemFile, ...], *, name: str,
+                 draft: bool = False, evidence: str | None = None) -> Receipt:
+    """Admit an item handed over as files (an agent over MCP writes no directory first),
+    judged by the same rules under the committed policy."""
+    check_name(name)
+    with Transaction(library) as tx:
+        where = f"{DRAFTS_DIR if draft else 'item'}/{name}"
+        content = validate_item(files, tx.base.policy, expected_name=name, where=where)
+        result = _admit(tx, content, draft, evidence)
+    return _receipt(library, content, draft, result.commit)
+
+
+def _admit(tx: Transaction, content: ItemContent, draft: bool,
+           evidence: str | None) -> CommitResult:
+    directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
+    item_path = f"{directory}/{content.name}"
+    existing = tx.base.taken_by(content.name)
+    if existing is not None:
+        raise ConflictError(
+            f"the name {content.name!r} is taken by {existing}",
+            hint="retain never overwrites: use `librarian revise` for a new revision, "
+            "or choose another name",
+        )
+    what = f"draft {content.kind}" if draft else content.kind
+    tx.put_dir(item_path, content.files)
+    return tx.commit(f"retain {what} {content.name}", trailers(
+        "retain", item=item_path, kind=content.kind, digest=content.digest,
+        evidence=evidence_text(evidence)))
+
+
+def _receipt(library: Library, content: ItemContent, draft: bool, commit: str) -> Receipt:
+    item_path = f"{DRAFTS_DIR if draft else KIND_DIRS[content.kind]}/{content.name}"
     return Receipt(
         kind=receipt_kind(content, draft),
         name=content.name,
         path=item_path,
-        digest=digest,
-        commit=result.commit,
+        digest=content.digest,
+        commit=commit,
         details={
             "activation": "not_requested",
             "location": str(library.path_of(item_path)),

@@ -45,6 +45,7 @@ from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
+from librarian.store.plugin import plugin_changes
 from librarian.store.recovery import recover
 from librarian.store.snapshot import Snapshot
 
@@ -131,7 +132,8 @@ class Transaction:
         """Commit the changes; refuses (exit 3) when one would clobber a local edit."""
         for change in self._changes:
             self.check_unmodified(change)
-        return self._commit(self._tree_with_changes(), subject, trailers, allow_empty)
+        return self._commit(self._tree_with_changes(), subject, trailers, allow_empty,
+                            check_manifests=True)
 
     def commit_over_local_edits(self, subject: str, trailers: Trailers, *,
                                 allow_empty: bool = False) -> CommitResult:
@@ -148,7 +150,8 @@ class Transaction:
                 entry = TreeEntry(MODE_TREE, change.tree) if change.tree else None
                 if self.store.lookup(root_tree, change.path) != entry:
                     raise ValueError(f"{change.path}: the change disagrees with the given tree")
-        return self._commit(root_tree, subject, trailers, allow_empty=True)
+        return self._commit(root_tree, subject, trailers, allow_empty=True,
+                            check_manifests=True)
 
     def _tree_with_changes(self) -> ObjectId | None:
         store, tree = self.store, self.base.tree
@@ -165,14 +168,30 @@ class Transaction:
             tree = store.with_path(tree, change.path, entry)
         return tree
 
+    def _with_plugin_manifests(self, tree: ObjectId, check: bool) -> ObjectId:
+        """``tree`` with the Claude Code manifests rewritten when its visible skills moved
+        (``store/plugin.py``), added to the changes: one commit carries both. A branch
+        moved since the base is left to the compare-and-swap to refuse, with its reason."""
+        check = check and self.store.head() == self.base.commit
+        for path, data in plugin_changes(self.store, tree).items():
+            if any(c.path == path for c in self._changes):
+                continue  # the caller writes it itself
+            change = FileChange(path, data)
+            if check:
+                self.check_unmodified(change)
+            tree = self.store.with_path(tree, path, TreeEntry(MODE_FILE, self.store.blob(data)))
+            self._changes.append(change)
+        return tree
+
     def _commit(self, new_tree: ObjectId | None, subject: str, trailers: Trailers,
-                allow_empty: bool) -> CommitResult:
+                allow_empty: bool, *, check_manifests: bool = False) -> CommitResult:
         if self._committed:
             raise RuntimeError("a transaction makes one commit")
         store, library, base = self.store, self.library, self.base.commit
         assert new_tree is not None
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")
+        new_tree = self._with_plugin_manifests(new_tree, check_manifests)
         new = store.make_commit(new_tree, [base] if base else [],
                                 format_message(subject, trailers))
         store.flush(new)

@@ -1,0 +1,265 @@
+"""``librarian mcp``: the library served over the Model Context Protocol (stdio), with the
+official ``mcp`` SDK's low-level server. The only module that imports ``mcp`` (about a
+second of imports), and only ``librarian mcp`` imports it.
+
+Every request is answered from the committed library through the same functions the
+command line uses (``agents.skills``, ``agents.tools``, ``agents.curation``), run in a
+worker thread. A ``LibrarianError`` becomes a tool error carrying its message and hint; any
+other exception is a bug: logged to stderr with its traceback, answered as a tool error,
+and the server goes on. A watcher polls HEAD and, when another process moves it, sends
+``tools/list_changed`` and ``resources/list_changed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+
+from librarian import __version__
+from librarian.agents import skills, tools
+from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
+from librarian.errors import LibrarianError, UsageError
+from librarian.prompt.model import Registry
+from librarian.prompt.registry import load_registry
+from librarian.store.library import Library
+
+LOG = logging.getLogger("librarian.mcp")
+POLL_SECONDS = 0.5
+T = TypeVar("T")
+
+BUILTIN: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "list_skills": ("The visible skills (name, description, location of SKILL.md), the "
+                    "bodies of resident skills, recipes and exposed tools: exactly what "
+                    "`librarian prompt --format json` lists, within an optional budget of "
+                    "characters (what a budget cuts is said).",
+                    {"budget": {"type": "integer", "minimum": 1}}, []),
+    "load_skill": ("A skill's committed SKILL.md and the list of its files (hidden skills "
+                   "and drafts load by name too).",
+                   {"name": {"type": "string"}}, ["name"]),
+    "read_skill_file": ("One committed file of a skill, by its path inside the skill "
+                        "(progressive disclosure; nothing outside the skill is readable).",
+                        {"name": {"type": "string"}, "path": {"type": "string"}},
+                        ["name", "path"]),
+    "run_status": ("The status (and, once ended, the result) of a tool run by its run id.",
+                   {"run_id": {"type": "string"}}, ["run_id"]),
+    "wait_run": ("Wait for a tool run to end (at most timeout seconds, 600 at most) and "
+                 "return its result or its status so far.",
+                 {"run_id": {"type": "string"},
+                  "timeout": {"type": "number", "minimum": 0}}, ["run_id"]),
+}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties,
+                              "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def client_name(session: ServerSession) -> str:
+    """The MCP client's own name from ``initialize``, made safe for a trailer."""
+    params = session.client_params
+    raw = params.client_info.name if params is not None else ""
+    clean = "".join(ch for ch in raw if ch.isprintable()).strip()[:100]
+    return clean or "mcp-client"
+
+
+def _text_result(text: str, document: dict[str, Any] | None = None,
+                 error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=document, is_error=error)
+
+
+def _json_result(document: dict[str, Any], error: bool = False) -> types.CallToolResult:
+    return _text_result(json.dumps(document, indent=1, ensure_ascii=False), document, error)
+
+
+def error_result(exc: LibrarianError) -> types.CallToolResult:
+    text = f"librarian: error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
+    return _text_result(text, {"error": exc.message, "hint": exc.hint,
+                               "exit_code": exc.exit_code, "kind": type(exc).__name__}, True)
+
+
+class LibraryServer:
+    """The state of one server: its library, the registry of the HEAD it last read, the
+    sessions to notify when HEAD moves."""
+
+    def __init__(self, library: Library, *, cwd: Path | None = None) -> None:
+        self.library = library
+        self.cwd = cwd or Path.cwd()
+        self.head: bytes | None = self._read_head()
+        self._registry: tuple[bytes | None, Registry] | None = None
+        self.sessions: list[ServerSession] = []
+        self.server: Server[Any] = Server(
+            "librarian", version=__version__, title=f"librarian: {library.root.name}",
+            instructions=skills.instructions(library, self.registry()),
+            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_list_resource_templates=self.list_templates,
+            on_read_resource=self.read_resource)
+        self.server.add_notification_handler("notifications/initialized",
+                                             types.NotificationParams, self.initialized)
+
+    def _read_head(self) -> bytes | None:
+        with self.library.store() as store:
+            return store.head()
+
+    def registry(self) -> Registry:
+        head = self._read_head()
+        if self._registry is None or self._registry[0] != head:
+            self._registry = (head, load_registry(self.library))
+        return self._registry[1]
+
+    async def _in_thread(self, work: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(work)
+
+    # -- notifications ---------------------------------------------------------------
+
+    async def initialized(self, ctx: ServerRequestContext[Any],
+                          params: types.NotificationParams) -> None:
+        if ctx.session not in self.sessions:
+            self.sessions.append(ctx.session)
+
+    async def watch(self, interval: float = POLL_SECONDS) -> None:
+        while True:
+            await anyio.sleep(interval)
+            try:
+                head = await self._in_thread(self._read_head)
+            except Exception:  # a damaged or vanished repository: say so, keep serving
+                LOG.exception("librarian mcp: reading HEAD failed")
+                continue
+            if head == self.head:
+                continue
+            self.head = head
+            for session in list(self.sessions):
+                await session.send_tool_list_changed()
+                await session.send_resource_list_changed()
+
+    # -- tools -----------------------------------------------------------------------
+
+    async def list_tools(self, ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        registry = await self._in_thread(self.registry)
+        curation = await self._in_thread(lambda: allowed_tools(self.library))
+        listed = [types.Tool(name=name, description=text, input_schema=_schema(props, req))
+                  for name, (text, props, req) in BUILTIN.items()]
+        for tool in curation:
+            text, schema = curation_schema(tool)
+            listed.append(types.Tool(name=tool, description=text, input_schema=schema))
+        listed += [types.Tool(name=d.name, description=d.description,
+                              input_schema=d.input_schema)
+                   for d in tools.tool_definitions(registry)]
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(self, ctx: ServerRequestContext[Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        agent = client_name(ctx.session)
+        args = dict(params.arguments or {})
+        try:
+            return await self._in_thread(lambda: self._call(params.name, args, agent))
+        except LibrarianError as exc:
+            return error_result(exc)
+        except Exception as exc:  # a bug: never kill the server over it
+            LOG.exception("librarian mcp: internal error in %s", params.name)
+            return _text_result(f"librarian: internal error (a bug): {exc!r}",
+                                {"error": repr(exc), "exit_code": 1}, True)
+
+    def _call(self, name: str, args: dict[str, Any], agent: str) -> types.CallToolResult:
+        lib = self.library
+        if name == "list_skills":
+            budget = args.get("budget")
+            if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+                raise UsageError("budget must be a whole number of characters")
+            return _json_result(skills.list_skills(lib, budget, self.registry()))
+        if name == "load_skill":
+            loaded = skills.load_skill(lib, str(args.get("name", "")))
+            return _text_result(loaded["body"], loaded)
+        if name == "read_skill_file":
+            found = skills.read_skill_file(lib, str(args.get("name", "")),
+                                           str(args.get("path", "")))
+            document = found.to_json()
+            return _text_result(document.get("text", document.get("data", "")), document)
+        if name in ("run_status", "wait_run"):
+            run_id = str(args.get("run_id", ""))
+            done = (tools.run_status(lib, run_id) if name == "run_status" else
+                    tools.wait_for_run(lib, run_id, args.get("timeout")))
+            return _text_result(done.text, done.document, done.failed)
+        if name in TOOL_VERBS:  # refused with the reason when library.yaml does not allow it
+            receipt = Curation(lib, agent).call(name, args)
+            return _json_result(receipt.to_json())
+        if name in {t.name for t in self.registry().tools}:
+            result = tools.call_tool(lib, name, args, self.cwd)
+            return _text_result(result.text, result.document, result.failed)
+        raise UsageError(f"no tool named {name!r} on this server",
+                         hint="tools/list says what this library offers now")
+
+    # -- resources -------------------------------------------------------------------
+
+    async def list_resources(self, ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        registry = await self._in_thread(self.registry)
+        return types.ListResourcesResult(resources=[
+            types.Resource(name=s.name, uri=skills.skill_uri(s.name, "SKILL.md"),
+                           description=s.description, mime_type="text/markdown")
+            for s in registry.skills])
+
+    async def list_templates(self, ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            name="skill-file", uri_template="skill://{name}/{path}",
+            description="A file of a skill, by the skill's name and the file's path in it.")])
+
+    async def read_resource(self, ctx: ServerRequestContext[Any],
+                            params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        def read() -> skills.SkillFile:
+            name, path = skills.parse_skill_uri(params.uri)
+            return skills.read_skill_file(self.library, name, path)
+
+        found = await self._in_thread(read)  # a LibrarianError is the request's error
+        document = found.to_json()
+        contents: types.TextResourceContents | types.BlobResourceContents
+        if "text" in document:
+            contents = types.TextResourceContents(uri=params.uri, text=document["text"],
+                                                  mime_type=_mime(found.path))
+        else:
+            contents = types.BlobResourceContents(uri=params.uri, blob=document["data"],
+                                                  mime_type="application/octet-stream")
+        return types.ReadResourceResult(contents=[contents])
+
+
+def _mime(path: str) -> str:
+    return "text/markdown" if path.endswith(".md") else "text/plain"
+
+
+async def _serve(state: LibraryServer) -> None:
+    options = state.server.create_initialization_options(
+        NotificationOptions(tools_changed=True, resources_changed=True))
+    async with stdio_server() as (read, write), anyio.create_task_group() as group:
+        group.start_soon(state.watch)
+        await state.server.run(read, write, options)
+        group.cancel_scope.cancel()
+
+
+def serve(library: Library) -> None:
+    """Serve ``library`` on stdin/stdout until the client closes stdin."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    LOG.addHandler(handler)
+    LOG.propagate = False
+    anyio.run(_serve, LibraryServer(library))

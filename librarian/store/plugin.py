@@ -1,0 +1,87 @@
+"""Keeping the committed Claude Code manifests in step with the visible skills.
+
+``plugin_changes`` is called by ``txn.commit_changes`` on every new root tree, so every
+change to the set of visible skills (retain, promote, retire, restore, hide/show, update,
+source remove, …) carries its rewritten ``.claude-plugin/`` files in the same commit.
+The visible skills are the retained and managed skills of the tree that its
+``library.yaml`` does not hide (drafts never), in the order ``prompt`` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from librarian.errors import UsageError
+from librarian.formats.claude_plugin import (
+    MARKETPLACE_FILE,
+    PLUGIN_FILE,
+    VisibleSkill,
+    listed_skills,
+    plugin_files,
+    plugin_skills,
+)
+from librarian.formats.config import LIBRARY_FILE, LibraryConfig, load_library_config
+from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
+from librarian.store.library import committed_items
+
+
+def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | None:
+    """``library.yaml`` as committed in ``tree``; None when it is missing or invalid."""
+    entry = store.lookup(tree, LIBRARY_FILE)
+    if entry is None:
+        return None
+    try:
+        return load_library_config(store.read_blob(entry.sha), LIBRARY_FILE)
+    except UsageError:
+        return None
+
+
+def visible_skills(store: GitStore, tree: ObjectId | None,
+                   config: LibraryConfig) -> list[VisibleSkill]:
+    hidden = set(config.hidden)
+    return [VisibleSkill(item.path, item.state == "managed")
+            for item in committed_items(store, tree)
+            if item.kind == "skill" and item.state != "draft" and item.name not in hidden]
+
+
+def expected_plugin_files(store: GitStore, tree: ObjectId | None) -> dict[str, bytes]:
+    """The manifests ``tree`` should hold (empty when its library.yaml is unreadable)."""
+    config = committed_config(store, tree)
+    if config is None:
+        return {}
+    return plugin_files(config.name, visible_skills(store, tree, config))
+
+
+def plugin_changes(store: GitStore, tree: ObjectId | None) -> dict[str, bytes]:
+    """The manifest files whose committed bytes in ``tree`` differ from what they should be."""
+    out = {}
+    for path, data in expected_plugin_files(store, tree).items():
+        entry = store.lookup(tree, path)
+        if entry is None or entry.sha != blob_sha1(data):
+            out[path] = data
+    return out
+
+
+def plugin_problems(files: Mapping[str, bytes | None], expected: Mapping[str, bytes] | None,
+                    skill_paths: Collection[str]) -> list[str]:
+    """What ``check`` says about the two manifests: ``files`` as found (None: missing),
+    ``expected`` as HEAD's visible skills want them (None: not compared, e.g. the index),
+    ``skill_paths`` the skill directories that exist."""
+    problems = []
+    for path in (PLUGIN_FILE, MARKETPLACE_FILE):
+        data = files.get(path)
+        if data is None:
+            problems.append(f"{path}: missing; the next change to the library writes it")
+            continue
+        listed = (listed_skills(data) if path == MARKETPLACE_FILE else plugin_skills(data))
+        if listed is None:
+            problems.append(f"{path}: not the manifest librarian writes (invalid JSON or "
+                            "shape)")
+            continue
+        for skill in listed:
+            if skill not in skill_paths:
+                problems.append(f"{path}: lists {skill}, which is not a visible skill")
+        if expected is not None and path in expected and data != expected[path]:
+            problems.append(f"{path}: out of step with the visible skills; the next change "
+                            "to the library rewrites it")
+    return problems

@@ -20,6 +20,7 @@ import anyio  # noqa: E402  (installed with mcp)
 import mcp_types as types  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 Cap = pytest.CaptureFixture[str]
 Session = Callable[[ClientSession, list[Any]], Awaitable[None]]
@@ -121,6 +122,9 @@ def test_skills_are_listed_as_prompt_lists_them_and_read_within_the_item(
         read = await session.read_resource("skill://alpha/references/guide.md")
         first = read.contents[0]
         assert isinstance(first, types.TextResourceContents) and first.text == "Read me.\n"
+        with pytest.raises(MCPError) as info:
+            await session.read_resource("skill://alpha/../secret/SKILL.md")
+        assert "is not a path inside the skill" in info.value.message
 
     drive(library, body)
 

@@ -26,6 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 from librarian import __version__
 from librarian.agents import skills, tools
@@ -87,9 +88,14 @@ def _json_result(document: dict[str, Any], error: bool = False) -> types.CallToo
     return _text_result(json.dumps(document, indent=1, ensure_ascii=False), document, error)
 
 
+def error_text(exc: LibrarianError) -> str:
+    """The command line's own error line: ``librarian: error: MESSAGE (hint: HINT)``."""
+    hint = f" (hint: {' '.join(exc.hint.split())})" if exc.hint else ""
+    return f"librarian: error: {' '.join(exc.message.split())}{hint}"
+
+
 def error_result(exc: LibrarianError) -> types.CallToolResult:
-    text = f"librarian: error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
-    return _text_result(text, {"error": exc.message, "hint": exc.hint,
+    return _text_result(error_text(exc), {"error": exc.message, "hint": exc.hint,
                                "exit_code": exc.exit_code, "kind": type(exc).__name__}, True)
 
 
@@ -145,8 +151,12 @@ class LibraryServer:
                 continue
             self.head = head
             for session in list(self.sessions):
-                await session.send_tool_list_changed()
-                await session.send_resource_list_changed()
+                try:
+                    await session.send_tool_list_changed()
+                    await session.send_resource_list_changed()
+                except Exception:  # a client gone: stop telling it
+                    LOG.debug("librarian mcp: dropping a closed session", exc_info=True)
+                    self.sessions.remove(session)
 
     # -- tools -----------------------------------------------------------------------
 
@@ -159,9 +169,11 @@ class LibraryServer:
         for tool in curation:
             text, schema = curation_schema(tool)
             listed.append(types.Tool(name=tool, description=text, input_schema=schema))
+        # An exposed tool named like a curation verb is not offered (the verb keeps its
+        # meaning); `librarian expose --as` gives it another name.
         listed += [types.Tool(name=d.name, description=d.description,
                               input_schema=d.input_schema)
-                   for d in tools.tool_definitions(registry)]
+                   for d in tools.tool_definitions(registry) if d.name not in TOOL_VERBS]
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(self, ctx: ServerRequestContext[Any],
@@ -231,7 +243,10 @@ class LibraryServer:
             name, path = skills.parse_skill_uri(params.uri)
             return skills.read_skill_file(self.library, name, path)
 
-        found = await self._in_thread(read)  # a LibrarianError is the request's error
+        try:
+            found = await self._in_thread(read)
+        except LibrarianError as exc:  # the request's error, with the command line's words
+            raise MCPError(types.INVALID_PARAMS, error_text(exc)) from None
         document = found.to_json()
         contents: types.TextResourceContents | types.BlobResourceContents
         if "text" in document:

@@ -1,6 +1,7 @@
 """Keeping the committed Claude Code manifests in step with the visible skills.
 
-``plugin_changes`` is called by ``txn.commit_changes`` on every new root tree, so every
+``plugin_changes`` is called by ``Transaction`` on the new root tree of every commit that
+touches ``skills/``, ``sources/``, ``library.yaml`` or ``.claude-plugin/``, so every
 change to the set of visible skills (retain, promote, retire, restore, hide/show, update,
 source remove, …) carries its rewritten ``.claude-plugin/`` files in the same commit.
 The visible skills are the retained and managed skills of the tree that its
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from librarian.core.model import KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
 from librarian.formats.claude_plugin import (
     MARKETPLACE_FILE,
+    PLUGIN_DIR,
     PLUGIN_FILE,
     VisibleSkill,
     listed_skills,
@@ -23,6 +26,12 @@ from librarian.formats.claude_plugin import (
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, load_library_config
 from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
 from librarian.store.library import committed_items
+
+
+def affects_visible_skills(path: str) -> bool:
+    """Whether a change at ``path`` can change the visible skills (or the manifests)."""
+    top = path.split("/", 1)[0]
+    return top in (KIND_DIRS["skill"], SOURCES_DIR, LIBRARY_FILE, PLUGIN_DIR)
 
 
 def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | None:

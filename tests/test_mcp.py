@@ -275,31 +275,6 @@ def test_the_curation_loop_is_limited_by_library_yaml_and_named_in_trailers(
     drive(library, body)
 
 
-# -- the optional extra -----------------------------------------------------------------
-
-
-def test_without_the_extra_mcp_says_how_to_install_it(library: Path) -> None:
-    code = ("import sys; sys.modules['mcp'] = None; from librarian.cli.main import main; "
-            f"sys.exit(main(['--library', {str(library)!r}, 'mcp']))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 2, done.stderr
-    assert "pip install 'librarian[mcp]'" in done.stderr
-    assert done.stdout == ""
-
-
-def test_no_other_command_imports_the_sdk(library: Path) -> None:
-    code = ("import sys; from librarian.cli.main import main\n"
-            f"for args in (['--help'], ['--library', {str(library)!r}, 'prompt'],\n"
-            f"             ['--library', {str(library)!r}, 'export', 'codex-config']):\n"
-            "    try: main(args)\n"
-            "    except SystemExit: pass\n"
-            "assert 'mcp' not in sys.modules, 'mcp imported'\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-
-
 def test_a_bug_is_a_tool_error_logged_to_stderr_and_the_server_goes_on(
     library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,

@@ -316,3 +316,15 @@ def cli(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> CliRes
     a library (plain helpers such as ``refused`` call it too, so it is a function rather
     than a fixture)."""
     return run_main(capsys, "--library", str(library), *args)
+
+
+def cli_ok(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> CliResult:
+    """``cli`` for a command that must succeed."""
+    result = cli(capsys, library, *args)
+    assert result.code == 0, result.err
+    return result
+
+
+def cli_out(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> str:
+    """What a command that must succeed prints on stdout."""
+    return cli_ok(capsys, library, *args).out

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import git_text, make_skill, requires_git, run_main, write
+from helpers import cli_out, git_text, make_skill, requires_git, run_main, write
 from sources_helpers import Upstream
 
 from librarian.formats.claude_plugin import (
@@ -24,14 +24,9 @@ from librarian.formats.claude_plugin import (
 Cap = pytest.CaptureFixture[str]
 
 
-def cli(capsys: Cap, library: Path, *args: str) -> str:
-    result = run_main(capsys, "--library", str(library), *args)
-    assert result.code == 0, result.err
-    return result.out
-
 
 def prompt_paths(capsys: Cap, library: Path) -> list[str]:
-    document = json.loads(cli(capsys, library, "prompt", "--format", "json"))
+    document = json.loads(cli_out(capsys, library, "prompt", "--format", "json"))
     root = str(library) + "/"
     return [s["location"].removeprefix(root).removesuffix("/SKILL.md")
             for s in document["skills"]]
@@ -69,7 +64,7 @@ def test_manifests_follow_every_change_to_the_visible_skills(
     ]
     for step in steps:
         before = (library / MARKETPLACE_FILE).read_bytes()
-        cli(capsys, library, *step)
+        cli_out(capsys, library, *step)
         assert_in_step(capsys, library)
         if (library / MARKETPLACE_FILE).read_bytes() != before:
             assert MARKETPLACE_FILE in changed_in_head(library), step  # the same commit
@@ -78,17 +73,17 @@ def test_manifests_follow_every_change_to_the_visible_skills(
 
     up = Upstream(tmp_path / "up.git")
     up.skill("skills/pdf").skill("skills/docx").commit("first")
-    cli(capsys, library, "source", "add", "team", up.url)
-    cli(capsys, library, "update")
+    cli_out(capsys, library, "source", "add", "team", up.url)
+    cli_out(capsys, library, "update")
     assert_in_step(capsys, library)
     assert {PLUGIN_FILE, MARKETPLACE_FILE} <= changed_in_head(library)
     assert "sources/team/skills/pdf" in prompt_paths(capsys, library)
-    cli(capsys, library, "hide", "team:pdf")
+    cli_out(capsys, library, "hide", "team:pdf")
     assert_in_step(capsys, library)
     up.remove("skills/docx").skill("skills/new").commit("second")
-    cli(capsys, library, "update")
+    cli_out(capsys, library, "update")
     assert_in_step(capsys, library)
-    cli(capsys, library, "source", "remove", "team")
+    cli_out(capsys, library, "source", "remove", "team")
     assert_in_step(capsys, library)
     assert git_text(library, "status", "--porcelain").strip() == ""
 
@@ -96,12 +91,12 @@ def test_manifests_follow_every_change_to_the_visible_skills(
 def test_hidden_skills_are_left_out_and_drafts_never_listed(
     library: Path, sources: Path, capsys: Cap
 ) -> None:
-    cli(capsys, library, "retain", str(make_skill(sources, "shown")))
-    cli(capsys, library, "retain", str(make_skill(sources, "secret")))
-    cli(capsys, library, "retain", "--draft", str(make_skill(sources, "drafty")))
-    cli(capsys, library, "hide", "secret")
+    cli_out(capsys, library, "retain", str(make_skill(sources, "shown")))
+    cli_out(capsys, library, "retain", str(make_skill(sources, "secret")))
+    cli_out(capsys, library, "retain", "--draft", str(make_skill(sources, "drafty")))
+    cli_out(capsys, library, "hide", "secret")
     assert listed_skills((library / MARKETPLACE_FILE).read_bytes()) == ("skills/shown",)
-    cli(capsys, library, "hide", "shown")
+    cli_out(capsys, library, "hide", "shown")
     # nothing visible: the list names a folder without skills (an empty one would load
     # the whole skills/ folder)
     entry = json.loads((library / MARKETPLACE_FILE).read_bytes())["plugins"][0]
@@ -110,7 +105,7 @@ def test_hidden_skills_are_left_out_and_drafts_never_listed(
 
 
 def test_check_validates_both_manifests(library: Path, sources: Path, capsys: Cap) -> None:
-    cli(capsys, library, "retain", str(make_skill(sources, "alpha")))
+    cli_out(capsys, library, "retain", str(make_skill(sources, "alpha")))
     good = (library / MARKETPLACE_FILE).read_bytes()
     write(library / MARKETPLACE_FILE, good.replace(b"./skills/alpha", b"./skills/ghost"))
     result = run_main(capsys, "--library", str(library), "check")
@@ -140,9 +135,9 @@ def test_a_local_edit_of_a_manifest_is_not_clobbered(
 def test_claude_code_validates_the_library(
     library: Path, sources: Path, tmp_path: Path, capsys: Cap
 ) -> None:
-    cli(capsys, library, "retain", str(make_skill(sources, "alpha")))
-    cli(capsys, library, "retain", str(make_skill(sources, "secret")))
-    cli(capsys, library, "hide", "secret")
+    cli_out(capsys, library, "retain", str(make_skill(sources, "alpha")))
+    cli_out(capsys, library, "retain", str(make_skill(sources, "secret")))
+    cli_out(capsys, library, "hide", "secret")
     for target in (library, library / PLUGIN_FILE):
         done = subprocess.run(["claude", "plugin", "validate", str(target)],
                               capture_output=True, text=True, timeout=120, check=False)

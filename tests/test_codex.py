@@ -11,31 +11,26 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_skill, run_main
+from helpers import cli_out, make_skill, run_main
 
 Cap = pytest.CaptureFixture[str]
 
-
-def cli(capsys: Cap, library: Path, *args: str) -> str:
-    result = run_main(capsys, "--library", str(library), *args)
-    assert result.code == 0, result.err
-    return result.out
 
 
 @pytest.fixture
 def agents_library(isolated_environment: Path, sources: Path, capsys: Cap) -> Path:
     root = isolated_environment / ".agents"
     assert run_main(capsys, "init", str(root)).code == 0
-    cli(capsys, root, "retain", str(make_skill(sources, "visible-one")))
-    cli(capsys, root, "retain", str(make_skill(sources, "hidden-two")))
-    cli(capsys, root, "hide", "hidden-two")
+    cli_out(capsys, root, "retain", str(make_skill(sources, "visible-one")))
+    cli_out(capsys, root, "retain", str(make_skill(sources, "hidden-two")))
+    cli_out(capsys, root, "hide", "hidden-two")
     return root
 
 
 def test_export_codex_config_disables_exactly_the_hidden_skills(
     agents_library: Path, capsys: Cap
 ) -> None:
-    document = json.loads(cli(capsys, agents_library, "export", "codex-config", "--json"))
+    document = json.loads(cli_out(capsys, agents_library, "export", "codex-config", "--json"))
     hidden = str(agents_library / "skills" / "hidden-two" / "SKILL.md")
     assert document["kind"] == "codex_config"
     assert document["hidden"] == [hidden]
@@ -44,8 +39,8 @@ def test_export_codex_config_disables_exactly_the_hidden_skills(
 
         parsed = tomllib.loads(document["toml"])
         assert parsed == {"skills": {"config": [{"path": hidden, "enabled": False}]}}
-    cli(capsys, agents_library, "show", "hidden-two")
-    again = json.loads(cli(capsys, agents_library, "export", "codex-config", "--json"))
+    cli_out(capsys, agents_library, "show", "hidden-two")
+    again = json.loads(cli_out(capsys, agents_library, "export", "codex-config", "--json"))
     assert again["hidden"] == []
 
 
@@ -64,6 +59,6 @@ def test_codex_lists_the_library_and_hides_what_it_hides(
     assert "visible-one" in before and "hidden-two" in before
     config = isolated_environment / ".codex" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(cli(capsys, agents_library, "export", "codex-config"))
+    config.write_text(cli_out(capsys, agents_library, "export", "codex-config"))
     after = skills_block()
     assert "visible-one" in after and "hidden-two" not in after

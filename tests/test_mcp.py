@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import git, make_skill, requires_git, run_main, run_process, trailers, write
+from helpers import cli_ok, git, make_skill, requires_git, run_process, trailers, write
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 import anyio  # noqa: E402  (installed with mcp)
@@ -49,11 +49,6 @@ def drive(library: Path, body: Session, cwd: Path | None = None) -> None:
     anyio.run(main)
 
 
-def cli(capsys: Cap, library: Path, *args: str) -> Any:
-    result = run_main(capsys, "--library", str(library), *args)
-    assert result.code == 0, result.err
-    return result
-
 
 def text(result: types.CallToolResult) -> str:
     block = result.content[0]
@@ -67,16 +62,16 @@ def text(result: types.CallToolResult) -> str:
 def test_skills_are_listed_as_prompt_lists_them_and_read_within_the_item(
     library: Path, sources: Path, capsys: Cap
 ) -> None:
-    cli(capsys, library, "retain", str(make_skill(
+    cli_ok(capsys, library, "retain", str(make_skill(
         sources, "alpha", extra_files={"references/guide.md": "Read me.\n",
                                        "assets/logo.bin": b"\x00\xff\x00"})))
-    cli(capsys, library, "retain", str(make_skill(sources, "secret")))
-    cli(capsys, library, "retain", str(make_skill(sources, "always", body="Always do X.\n")))
-    cli(capsys, library, "retain", "--draft", str(make_skill(sources, "drafty")))
-    cli(capsys, library, "hide", "secret")
-    cli(capsys, library, "resident", "always")
-    prompt = json.loads(cli(capsys, library, "prompt", "--format", "json").out)
-    budgeted = json.loads(cli(capsys, library, "prompt", "--format", "json",
+    cli_ok(capsys, library, "retain", str(make_skill(sources, "secret")))
+    cli_ok(capsys, library, "retain", str(make_skill(sources, "always", body="Always do X.\n")))
+    cli_ok(capsys, library, "retain", "--draft", str(make_skill(sources, "drafty")))
+    cli_ok(capsys, library, "hide", "secret")
+    cli_ok(capsys, library, "resident", "always")
+    prompt = json.loads(cli_ok(capsys, library, "prompt", "--format", "json").out)
+    budgeted = json.loads(cli_ok(capsys, library, "prompt", "--format", "json",
                               "--budget", "300").out)
     assert budgeted["cut"] is not None
     committed = (library / "skills" / "alpha" / "SKILL.md").read_text()
@@ -151,11 +146,11 @@ def make_recipe(base: Path, name: str, execution: str = "sync", script: str = MA
 def test_exposed_tools_run_through_the_gate(
     library: Path, sources: Path, tmp_path: Path, capsys: Cap
 ) -> None:
-    cli(capsys, library, "retain", str(make_recipe(sources, "marker")))
-    cli(capsys, library, "retain", str(make_recipe(sources, "later", "async")))
-    cli(capsys, library, "expose", "marker")
-    cli(capsys, library, "expose", "later")
-    cli(capsys, library, "approve", "later", "--yes")
+    cli_ok(capsys, library, "retain", str(make_recipe(sources, "marker")))
+    cli_ok(capsys, library, "retain", str(make_recipe(sources, "later", "async")))
+    cli_ok(capsys, library, "expose", "marker")
+    cli_ok(capsys, library, "expose", "later")
+    cli_ok(capsys, library, "approve", "later", "--yes")
     mark = tmp_path / "mark.txt"
 
     async def body(session: ClientSession, notes: list[Any]) -> None:
@@ -173,7 +168,7 @@ def test_exposed_tools_run_through_the_gate(
         assert refused.structured_content["exit_code"] == 5
         assert not mark.exists()
         # a person approves (the agent has no way to)
-        cli(capsys, library, "approve", "marker", "--yes")
+        cli_ok(capsys, library, "approve", "marker", "--yes")
         ran = await session.call_tool("marker", {"mark": str(mark), "n": 3})
         assert not ran.is_error, text(ran)
         assert "n=3" in text(ran)

@@ -173,6 +173,43 @@ def test_second_writer_waits_then_exits_3(
     assert run_main(capsys, "--library", str(library), "retain", str(src)).code == 0
 
 
+def test_invalid_content_is_refused_without_waiting_for_the_lock(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """retain judges its source before it takes the lock: bad input is exit 2 at once,
+    even while another writer holds the library."""
+    bad = sources / "no-frontmatter"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("just text\n")
+    with library_lock(library / ".git" / "librarian" / "lock"):
+        started = time.monotonic()
+        result = run_main(capsys, "--library", str(library), "retain", str(bad))
+        assert time.monotonic() - started < 1.5
+    assert result.code == 2, result.err
+
+
+@requires_git
+def test_a_policy_committed_while_retain_judged_applies(
+    library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source is judged again under the lock when library.yaml moved meanwhile."""
+    from librarian.ops import retention
+
+    real = retention.head_policy
+
+    def commit_a_tighter_policy_meanwhile(lib: Library) -> object:
+        policy = real(lib)
+        path = library / "library.yaml"
+        path.write_text(path.read_text().replace("max_item_files: 2000", "max_item_files: 1"))
+        git(library, "commit", "-qam", "tighter")
+        return policy
+
+    monkeypatch.setattr(retention, "head_policy", commit_a_tighter_policy_meanwhile)
+    src = make_skill(sources, "two-files", extra_files={"notes.md": "n"})
+    with pytest.raises(UsageError, match="the limit is 1"):
+        retain(Library(library), src)
+
+
 def test_second_writer_proceeds_when_the_lock_is_released_in_time(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -449,3 +486,21 @@ def test_a_forged_journal_is_refused_and_nothing_outside_is_touched(
     assert info.value.exit_code == 2 and "journal.json" in info.value.message
     assert (victim / "keep.txt").read_text() == "precious\n"
     assert tree_snapshot(library) == before
+
+
+@requires_git
+def test_a_journal_on_a_branch_with_any_name_git_allows_is_recovered(
+    library: Path, sources: Path
+) -> None:
+    """The journal check follows git's ref-name rules, not a whitelist: a change killed
+    after the branch moved on ``feat+ü`` is finished by the next command."""
+    git(library, "branch", "-m", "feat+ü")
+    source = make_skill(sources, "late")
+    _crash(library, source, "after-cas")
+    assert Library(library).journal_path.exists()
+    result = run_process("--library", str(library), "recover")
+    assert result.returncode == 0, result.stderr
+    assert "finished" in result.stdout
+    assert (library / "skills" / "late" / "SKILL.md").is_file()
+    _no_transaction_left(library)
+    assert_git_consistent(library)

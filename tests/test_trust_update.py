@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, head, run_main
+from helpers import assert_one_error_line, cli, head
 from sources_helpers import edit_source
 from trust_helpers import Publisher, everything, library_refs
 
@@ -19,9 +19,6 @@ from librarian.trust.tag import tag_payload
 
 Cap = pytest.CaptureFixture[str]
 
-
-def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 @pytest.fixture
@@ -42,10 +39,10 @@ def publisher(tmp_path: Path, key: SigningKey) -> Publisher:
 @pytest.fixture
 def subscribed(library: Path, publisher: Publisher, tmp_path: Path, capsys: Cap) -> Path:
     """The library follows the publisher with its key, and has installed release 1."""
-    added = lib(capsys, library, "source", "add", "team", publisher.url,
+    added = cli(capsys, library, "source", "add", "team", publisher.url,
                 "--trust", str(tmp_path / "keys" / "release.pub"))
     assert added.code == 0, added.err
-    updated = lib(capsys, library, "update")
+    updated = cli(capsys, library, "update")
     assert updated.code == 0, updated.err
     return library
 
@@ -59,7 +56,7 @@ def refused(capsys: Cap, library: Path, *expected: str) -> None:
     nothing at all changed."""
     before = everything(library)
     for command in ("update", "outdated", "update --force"):
-        result = lib(capsys, library, *command.split())
+        result = cli(capsys, library, *command.split())
         assert result.code == 4, (command, result.out, result.err)
         line = assert_one_error_line(result.err)
         for text in expected:
@@ -78,33 +75,33 @@ def test_a_signed_release_installs_and_is_recorded(
     assert pinned.items == publisher.item_digests()
     text = (subscribed / "librarian.lock").read_text()
     assert "release: 1\n" in text and f"release-tag: {tag}\n" in text
-    listed = lib(capsys, subscribed, "source", "list")
+    listed = cli(capsys, subscribed, "source", "list")
     assert f"signed by {key.public.fingerprint}, release 1" in listed.out
-    assert lib(capsys, subscribed, "source", "list", "--json").json["sources"][0]["keys"] == [
+    assert cli(capsys, subscribed, "source", "list", "--json").json["sources"][0]["keys"] == [
         key.public.fingerprint]
     # commits after the release are not installed: only the next release is
     publisher.skill("skills/pdf", body="Unreleased.\n").commit("work in progress")
-    plan = lib(capsys, subscribed, "outdated")
+    plan = cli(capsys, subscribed, "outdated")
     assert plan.code == 0 and "already up to date" in plan.out
     assert f"signed: librarian-release/1 by {key.public.fingerprint}, verified" in plan.out
     publisher.release(key, 2)
-    result = lib(capsys, subscribed, "update", "--json")
+    result = cli(capsys, subscribed, "update", "--json")
     assert result.code == 0, result.err
     assert result.json["releases"][0]["version"] == 2
     assert lock(subscribed).release == 2
     assert (subscribed / "sources/team/skills/pdf/SKILL.md").read_text().endswith(
         "Unreleased.\n")
-    verified = lib(capsys, subscribed, "verify")
+    verified = cli(capsys, subscribed, "verify")
     assert verified.code == 0 and "team: release 2 verified" in verified.out
 
 
 def test_an_unsigned_source_says_so_in_its_plan(
     library: Path, publisher: Publisher, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "plain", publisher.url).code == 0
-    result = lib(capsys, library, "update")
+    assert cli(capsys, library, "source", "add", "plain", publisher.url).code == 0
+    result = cli(capsys, library, "update")
     assert result.code == 0 and "unsigned: no trust: keys" in result.out
-    assert "; unsigned" in lib(capsys, library, "source", "list").out
+    assert "; unsigned" in cli(capsys, library, "source", "list").out
     assert load_lock((library / "librarian.lock").read_bytes())["plain"].release is None
 
 
@@ -146,7 +143,7 @@ def test_rollback_to_a_lower_version_is_refused(
 ) -> None:
     publisher.skill("skills/pdf", body="Two.\n").commit("two")
     publisher.release(key, 2)
-    assert lib(capsys, subscribed, "update").code == 0
+    assert cli(capsys, subscribed, "update").code == 0
     publisher.delete_tag("librarian-release/2")  # a mirror that serves the old release only
     refused(capsys, subscribed, "librarian-release/1", "older than the installed 2 (rollback)")
 
@@ -205,10 +202,10 @@ def test_verify_rechecks_offline_and_names_what_differs(
 ) -> None:
     import shutil
 
-    ok = lib(capsys, subscribed, "verify", "team", "--json")
+    ok = cli(capsys, subscribed, "verify", "team", "--json")
     assert ok.code == 0 and ok.json["sources"][0]["release"] == 1
     shutil.rmtree(publisher.path)  # offline: the upstream is gone
-    assert lib(capsys, subscribed, "verify").code == 0
+    assert cli(capsys, subscribed, "verify").code == 0
     # a change committed into the managed collection with plain git
     from dulwich import porcelain
 
@@ -217,7 +214,7 @@ def test_verify_rechecks_offline_and_names_what_differs(
     porcelain.add(str(subscribed), paths=[str(target)])
     porcelain.commit(str(subscribed), message="hand edit", author=b"U <u@example.org>",
                      committer=b"U <u@example.org>")
-    result = lib(capsys, subscribed, "verify")
+    result = cli(capsys, subscribed, "verify")
     assert result.code == 4
     line = assert_one_error_line(result.err)
     assert "does not match its signed release librarian-release/1" in line
@@ -234,7 +231,7 @@ def test_verify_refuses_a_lock_that_lies_about_its_release(
     porcelain.add(str(subscribed), paths=[str(path)])
     porcelain.commit(str(subscribed), message="lie", author=b"U <u@example.org>",
                      committer=b"U <u@example.org>")
-    result = lib(capsys, subscribed, "verify")
+    result = cli(capsys, subscribed, "verify")
     assert result.code == 4 and "does not cover this tag" in assert_one_error_line(result.err)
     tag = lock(subscribed).release_tag
     for lie in ("f" * 40, "not-an-id"):
@@ -242,7 +239,7 @@ def test_verify_refuses_a_lock_that_lies_about_its_release(
         porcelain.add(str(subscribed), paths=[str(path)])
         porcelain.commit(str(subscribed), message="lie", author=b"U <u@example.org>",
                          committer=b"U <u@example.org>")
-        result = lib(capsys, subscribed, "verify")
+        result = cli(capsys, subscribed, "verify")
         assert result.code == 4 and "is not in the object store" in result.err, result.err
         tag = lie
 
@@ -258,11 +255,11 @@ def test_key_rotation_add_the_new_key_then_remove_the_old(
             "add it to the source's trust:")
     # step 1: trust both keys
     edit_source(subscribed, "team", trust=(key.public.line(), new.public.line()))
-    assert lib(capsys, subscribed, "update").code == 0 and lock(subscribed).release == 2
+    assert cli(capsys, subscribed, "update").code == 0 and lock(subscribed).release == 2
     # step 2: drop the old key; the installed release still verifies, and a release the
     # old key signs from now on is refused
     edit_source(subscribed, "team", trust=(new.public.line(),))
-    assert lib(capsys, subscribed, "verify").code == 0
+    assert cli(capsys, subscribed, "verify").code == 0
     publisher.skill("skills/pdf", body="Three.\n").commit("three")
     publisher.release(key, 3)
     refused(capsys, subscribed, f"signed by {key.public.fingerprint}")
@@ -271,20 +268,20 @@ def test_key_rotation_add_the_new_key_then_remove_the_old(
 def test_trust_added_to_an_unsigned_source_needs_a_release(
     library: Path, publisher: Publisher, key: SigningKey, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", publisher.url).code == 0
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "source", "add", "team", publisher.url).code == 0
+    assert cli(capsys, library, "update").code == 0
     edit_source(library, "team", trust=(key.public.line(),))
-    result = lib(capsys, library, "verify")
+    result = cli(capsys, library, "verify")
     assert result.code == 4 and "installed without a signed release" in result.err
     old = head(library)
-    assert lib(capsys, library, "update").code == 0  # release 1 is this very commit
+    assert cli(capsys, library, "update").code == 0  # release 1 is this very commit
     assert lock(library).release == 1 and head(library) != old
-    assert lib(capsys, library, "verify").code == 0
+    assert cli(capsys, library, "verify").code == 0
 
 
 def test_source_remove_drops_the_release_ref(subscribed: Path, capsys: Cap) -> None:
     assert b"refs/librarian/releases/team" in library_refs(subscribed)
-    assert lib(capsys, subscribed, "source", "remove", "team").code == 0
+    assert cli(capsys, subscribed, "source", "remove", "team").code == 0
     assert not any(r.startswith(b"refs/librarian/") for r in library_refs(subscribed))
 
 
@@ -304,19 +301,19 @@ def test_signed_releases_over_real_transports(
         pytest.skip("the git binary is not installed")
 
     def run(url: str) -> None:
-        added = lib(capsys, library, "source", "add", "team", url, "--trust", key.public.line())
+        added = cli(capsys, library, "source", "add", "team", url, "--trust", key.public.line())
         assert added.code == 0, added.err
-        first = lib(capsys, library, "update")
+        first = cli(capsys, library, "update")
         assert first.code == 0, first.err
         assert lock(library).release == 1
         served.skill("skills/pdf", body="Two.\n").commit("two")
         served.release(generate_key(tmp_path / "stranger"), 2)
         refused(capsys, library, "not a trusted key of this source")
         served.release(key, 2)  # the honest release 2 replaces the forged tag
-        second = lib(capsys, library, "update")
+        second = cli(capsys, library, "update")
         assert second.code == 0, second.err
         assert lock(library).release == 2
-        assert lib(capsys, library, "verify").code == 0
+        assert cli(capsys, library, "verify").code == 0
 
     if transport == "file":
         run("file://" + served.url)
@@ -334,7 +331,7 @@ def test_a_first_update_refused_leaves_no_ref_behind(
     up = Publisher(tmp_path / "forged.git")
     up.skill("skills/pdf").commit("first")
     up.release(generate_key(tmp_path / "stranger"), 1)
-    assert lib(capsys, library, "source", "add", "team", up.url, "--trust",
+    assert cli(capsys, library, "source", "add", "team", up.url, "--trust",
                key.public.line()).code == 0
     refused(capsys, library, "not a trusted key of this source")
     assert not any(r.startswith(b"refs/librarian/") for r in library_refs(library))

@@ -12,6 +12,7 @@ from helpers import (
     GIT,
     assert_git_consistent,
     assert_one_error_line,
+    cli,
     commit_count,
     git,
     git_text,
@@ -44,9 +45,6 @@ def add(capsys: Cap, library: Path, name: str, url: str, *extra: str) -> None:
     assert result.code == 0, result.err
 
 
-def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
-
 
 def lock(library: Path) -> dict:  # type: ignore[type-arg]
     return load_lock((library / "librarian.lock").read_bytes())
@@ -63,7 +61,7 @@ def test_first_install_commits_the_filtered_items_and_the_lock(
 ) -> None:
     add(capsys, library, "team", upstream.url)
     before = commit_count(library)
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     receipt = result.json
     assert receipt["kind"] == "update" and receipt["commit"] == head(library)
@@ -84,7 +82,7 @@ def test_first_install_commits_the_filtered_items_and_the_lock(
     assert (library / "librarian.lock").read_bytes() == dump_lock(lock(library))
     assert not (library / ".git" / "librarian" / "journal.json").exists()
     assert list((library / ".git" / "librarian" / "stage").glob("*")) == []
-    status = lib(capsys, library, "status", "--json").json
+    status = cli(capsys, library, "status", "--json").json
     assert status["clean"], status
     managed = {i["name"] for i in status["items"] if i["state"] == "managed"}
     assert managed == {"team:pdf", "team:docx", "team:review"}
@@ -100,30 +98,30 @@ def test_first_install_commits_the_filtered_items_and_the_lock(
 
 def test_second_update_is_idempotent(library: Path, upstream: Upstream, capsys: Cap) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     old = head(library)
-    result = lib(capsys, library, "update")
+    result = cli(capsys, library, "update")
     assert result.code == 0
     assert "already up to date" in result.out
     assert head(library) == old
-    assert lib(capsys, library, "update", "--json").json["up_to_date"] is True
+    assert cli(capsys, library, "update", "--json").json["up_to_date"] is True
 
 
 def test_upstream_adds_changes_and_removes(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     upstream.skill("skills/new").skill("skills/pdf", body="Version two.\n")
     upstream.remove("skills/docx").commit("second")
-    outdated = lib(capsys, library, "outdated", "--json")
+    outdated = cli(capsys, library, "outdated", "--json")
     assert outdated.code == 0, outdated.err
     actions = {i["name"]: i["action"] for i in outdated.json["plans"][0]["items"]}
     assert actions == {"team:new": "add", "team:pdf": "update", "team:docx": "remove",
                        "team:review": "keep"}
     old = head(library)
     assert head(library) == old  # outdated changed nothing
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     root = library / "sources" / "team" / "skills"
     assert (root / "pdf" / "SKILL.md").read_text().endswith("Version two.\n")
@@ -146,18 +144,18 @@ def test_local_edit_is_kept_when_upstream_did_not_change_it(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     edited.write_bytes(edited.read_bytes() + b"My local note.\n")
     upstream.recipe("recipes/review", script="echo two\n").commit("second")
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     items = {i["name"]: i for i in result.json["plans"][0]["items"]}
     assert items["team:pdf"]["action"] == "keep" and items["team:pdf"]["local_edit"]
     assert items["team:review"]["action"] == "update"
     assert edited.read_text().endswith("My local note.\n")
     # the commit records upstream's content: the edit stays a local modification
-    status = {i["name"]: i["status"] for i in lib(capsys, library, "status", "--json").json[
+    status = {i["name"]: i["status"] for i in cli(capsys, library, "status", "--json").json[
         "items"]}
     assert status["team:pdf"] == "modified" and status["team:review"] == "clean"
     assert lock(library)["team"].items["skills/pdf"] == digest_of(upstream, "skills/pdf")
@@ -167,7 +165,7 @@ def test_conflict_is_refused_and_nothing_changes(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     edited.write_bytes(edited.read_bytes() + b"My local note.\n")
     upstream.skill("skills/pdf", body="Upstream two.\n").skill("skills/extra").commit("two")
@@ -175,7 +173,7 @@ def test_conflict_is_refused_and_nothing_changes(
     lock_bytes = (library / "librarian.lock").read_bytes()
     index = (library / ".git" / "index").read_bytes()
     fetch_ref = git_text(library, "rev-parse", "refs/librarian/sources/team").strip()
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 3
     # refused: even the fetch ref is put back
     assert git_text(library, "rev-parse", "refs/librarian/sources/team").strip() == fetch_ref
@@ -187,7 +185,7 @@ def test_conflict_is_refused_and_nothing_changes(
     conflicts = [item for plan in document["plans"] for item in plan["items"]
                  if item["action"] == "conflict"]
     assert [c["name"] for c in conflicts] == ["team:pdf"]  # the plan rides along in --json
-    human = lib(capsys, library, "update")
+    human = cli(capsys, library, "update")
     assert human.code == 3 and human.out == ""
     line = assert_one_error_line(human.err)
     assert "1 conflict(s)" in line and "team:pdf" in line
@@ -202,10 +200,10 @@ def test_local_edit_of_an_item_removed_upstream_is_a_conflict(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     (library / "sources" / "team" / "skills" / "docx" / "notes.md").write_text("mine\n")
     upstream.remove("skills/docx").commit("drop docx")
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 3
     assert "team:docx at sources/team/skills/docx (local edit, removed upstream)" in \
         result.json["error"]
@@ -216,13 +214,13 @@ def test_force_backs_up_the_edit_and_the_printed_command_restores_it(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     mine = edited.read_bytes() + b"My local note.\n"
     edited.write_bytes(mine)
     (edited.parent / "extra.md").write_text("an extra file\n")
     upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
-    result = lib(capsys, library, "update", "--force", "--json")
+    result = cli(capsys, library, "update", "--force", "--json")
     assert result.code == 0, result.err
     backup = result.json["backups"][0]
     assert backup["ref"].startswith("refs/librarian/backups/team/")
@@ -243,7 +241,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(
 ) -> None:
     add(capsys, library, "team", upstream.url)
     old, snapshot = head(library), tree_snapshot(library)
-    result = lib(capsys, library, "update", "--dry-run")
+    result = cli(capsys, library, "update", "--dry-run")
     assert result.code == 0, result.err
     assert "add       team:pdf" in result.out and "dry run" in result.out
     assert head(library) == old and tree_snapshot(library) == snapshot
@@ -255,7 +253,7 @@ def test_include_and_exclude_filter_items_by_upstream_path(
     upstream.skill("skills/internal-notes").commit("more")
     add(capsys, library, "team", upstream.url, "--include", "skills/*",
         "--exclude", "*/internal-*")
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert set(lock(library)["team"].items) == {"skills/pdf", "skills/docx"}
     assert result.json["plans"][0]["filtered_out"] == 2
@@ -278,7 +276,7 @@ def test_hostile_upstream_items_are_skipped_with_reasons(
     upstream.skill(f"{deep}/deep")
     upstream.commit("hostile")
     add(capsys, library, "team", upstream.url)
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     skipped = {s["path"]: " ".join(s["problems"]) for s in result.json["plans"][0]["skipped"]}
     assert "symbolic link" in skipped["skills/linked"]
@@ -306,21 +304,21 @@ def test_two_sources_with_same_named_skills_and_a_local_one_coexist(
     add(capsys, library, "other", other.url)
     from helpers import make_skill as make
     source = make(tmp_path / "mine", "pdf", body="My own pdf.\n")
-    assert lib(capsys, library, "retain", str(source)).code == 0
-    result = lib(capsys, library, "update", "--json")
+    assert cli(capsys, library, "retain", str(source)).code == 0
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert [p["source"] for p in result.json["plans"]] == ["other", "team"]
     assert ("Librarian-Source", "other") in (trailers(library) if GIT else [("Librarian-Source",
                                                                              "other")])
-    assert "other team's" in lib(capsys, library, "cat", "other:pdf").out
-    assert "Do it." in lib(capsys, library, "cat", "team:pdf").out
-    assert "My own pdf." in lib(capsys, library, "cat", "pdf").out
+    assert "other team's" in cli(capsys, library, "cat", "other:pdf").out
+    assert "Do it." in cli(capsys, library, "cat", "team:pdf").out
+    assert "My own pdf." in cli(capsys, library, "cat", "pdf").out
     # updating one source leaves the other alone
     other.skill("pdf", body="Other v2.\n").commit("two")
-    only = lib(capsys, library, "update", "team", "--json")
+    only = cli(capsys, library, "update", "team", "--json")
     assert only.json["up_to_date"] is True
-    assert lib(capsys, library, "update", "other").code == 0
-    assert "Other v2." in lib(capsys, library, "cat", "other:pdf").out
+    assert cli(capsys, library, "update", "other").code == 0
+    assert "Other v2." in cli(capsys, library, "cat", "other:pdf").out
 
 
 def test_missing_item_is_restored_when_upstream_changes_it(
@@ -329,10 +327,10 @@ def test_missing_item_is_restored_when_upstream_changes_it(
     import shutil
 
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     shutil.rmtree(library / "sources" / "team" / "skills" / "pdf")
     upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     assert (library / "sources" / "team" / "skills" / "pdf" / "SKILL.md").exists()
 
 
@@ -340,11 +338,11 @@ def test_managed_items_are_read_only_to_revise_and_retire(
     library: Path, upstream: Upstream, capsys: Cap, tmp_path: Path
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     from helpers import make_skill as make
     source = make(tmp_path / "new", "pdf", body="Changed.\n")
     for args in (("revise", "team:pdf", str(source)), ("retire", "team:pdf")):
-        result = lib(capsys, library, *args)
+        result = cli(capsys, library, *args)
         if "No such command" in result.err:
             pytest.skip(f"{args[0]} is not registered yet")
         assert result.code == 3, (args, result.err)
@@ -355,24 +353,24 @@ def test_exposed_managed_recipe_becomes_stale_after_an_upstream_change(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
-    exposed = lib(capsys, library, "expose", "team:review", "--as", "review")
+    assert cli(capsys, library, "update").code == 0
+    exposed = cli(capsys, library, "expose", "team:review", "--as", "review")
     if "No such command" in exposed.err:
         pytest.skip("expose is not registered yet")
     assert exposed.code == 0, exposed.err
     upstream.recipe("recipes/review", script="echo changed\n").commit("two")
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert result.json["stale_tools"] == ["review"]
-    tools = lib(capsys, library, "status", "--json").json["tools"]
+    tools = cli(capsys, library, "status", "--json").json["tools"]
     assert [(t["name"], t["status"]) for t in tools] == [("review", "stale")]
 
 
 def test_no_sources_and_unknown_sources(library: Path, capsys: Cap) -> None:
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0 and result.json["plans"] == [] and result.json["commit"] is None
-    assert "no sources" in lib(capsys, library, "update").out
-    unknown = lib(capsys, library, "update", "nope")
+    assert "no sources" in cli(capsys, library, "update").out
+    unknown = cli(capsys, library, "update", "nope")
     assert unknown.code == 2 and "no source named 'nope'" in unknown.err
 
 
@@ -390,7 +388,7 @@ def test_staged_content_is_verified_against_the_plan(
 
     monkeypatch.setattr(GitStore, "read_files", corrupted)
     old, snapshot = head(library), tree_snapshot(library)
-    result = lib(capsys, library, "update")
+    result = cli(capsys, library, "update")
     assert result.code == 4, result.err
     assert "does not match the planned digest" in result.err
     assert head(library) == old and tree_snapshot(library) == snapshot
@@ -403,14 +401,14 @@ def test_removing_items_whose_directories_are_gone_from_the_work_tree(
     import shutil
 
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     shutil.rmtree(library / "sources")
     upstream.remove("skills/docx").commit("drop docx")
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert {i["name"]: i["action"] for i in result.json["plans"][0]["items"]}["team:docx"] == \
         "remove"
-    assert lib(capsys, library, "source", "remove", "team").code == 0
+    assert cli(capsys, library, "source", "remove", "team").code == 0
     assert not (library / ".git" / "librarian" / "journal.json").exists()
 
 
@@ -418,18 +416,18 @@ def test_a_signed_source_without_release_tags_is_refused_and_nothing_changes(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHZvGxHnnzjZRU6r5e1QfpCoUEdNbXxyOCSHySgqQTuf"
     edit_source(library, "team", trust=(key,))
     upstream.skill("skills/pdf", body="Unsigned two.\n").commit("two")
     old, snapshot, pinned = head(library), tree_snapshot(library), lock(library)
     fetched = (library / ".git" / "refs" / "librarian" / "sources" / "team").read_bytes()
     for command in ("update", "outdated"):
-        result = lib(capsys, library, command)
+        result = cli(capsys, library, command)
         assert result.code == 4, (command, result.err)
         line = assert_one_error_line(result.err)
         assert "installs signed releases only" in line and "has no release tag" in line
-        assert lib(capsys, library, command, "--json").json["exit_code"] == 4
+        assert cli(capsys, library, command, "--json").json["exit_code"] == 4
     assert head(library) == old and tree_snapshot(library) == snapshot
     assert lock(library) == pinned
     assert (library / ".git" / "refs" / "librarian" / "sources" / "team").read_bytes() == \
@@ -445,11 +443,11 @@ def test_an_uncommitted_library_yaml_can_neither_add_nor_redirect_a_source(
     evil.commit("evil")
     edit_source(library, "team", url=evil.url, commit=False)
     edit_source(library, "other", url=evil.url, commit=False)
-    planned = lib(capsys, library, "outdated", "--json")
+    planned = cli(capsys, library, "outdated", "--json")
     assert planned.code == 0, planned.err
     assert [(p["source"], p["url"]) for p in planned.json["plans"]] == [("team", upstream.url)]
     assert any("uncommitted" in w for w in planned.json["warnings"])
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert [p["source"] for p in result.json["plans"]] == ["team"]
     assert result.json["plans"][0]["new_commit"] == upstream.commits[-1]
@@ -457,8 +455,8 @@ def test_an_uncommitted_library_yaml_can_neither_add_nor_redirect_a_source(
         upstream.files["skills/pdf/SKILL.md"][0]
     assert not (library / "sources" / "team" / "skills" / "backdoor").exists()
     assert not (library / "sources" / "other").exists()
-    assert "uncommitted" in lib(capsys, library, "update").out
-    named = lib(capsys, library, "update", "other")
+    assert "uncommitted" in cli(capsys, library, "update").out
+    named = cli(capsys, library, "update", "other")
     assert named.code == 2 and "no source named 'other'" in named.err
 
 
@@ -470,13 +468,13 @@ def test_progress_goes_to_stderr_when_stderr_is_a_terminal(
     add(capsys, library, "team", upstream.url)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # piped output...
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # ...watched progress
-    result = lib(capsys, library, "outdated")
+    result = cli(capsys, library, "outdated")
     assert result.code == 0, result.err
     assert f"fetching team from {upstream.url}" in result.err
     assert "fetching" not in result.out
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    quiet = lib(capsys, library, "outdated")
+    quiet = cli(capsys, library, "outdated")
     assert quiet.code == 0 and "fetching" not in quiet.err + quiet.out
 
 
@@ -484,11 +482,11 @@ def test_a_file_in_place_of_a_collection_directory_is_planned_not_a_crash(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     skills = library / "sources" / "team" / "skills"
     shutil.rmtree(skills)
     skills.write_bytes(b"not a directory\n")
-    result = lib(capsys, library, "outdated", "--json")
+    result = cli(capsys, library, "outdated", "--json")
     assert result.code == 0, result.err
 
 
@@ -499,15 +497,15 @@ def test_an_edit_committed_with_plain_git_is_a_local_edit_too(
     """The lock pins what was installed: an edit committed with git differs from it, so an
     upstream change to the same item is a conflict, never a silent overwrite."""
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
     edited = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     edited.write_bytes(edited.read_bytes() + b"Committed by hand.\n")
     git(library, "commit", "-qam", "a hand edit")
     upstream.skill("skills/pdf", body="Upstream two.\n").commit("two")
-    result = lib(capsys, library, "update")
+    result = cli(capsys, library, "update")
     assert result.code == 3 and "team:pdf" in result.err
     assert b"Committed by hand." in edited.read_bytes()
-    forced = lib(capsys, library, "update", "--force", "--json")
+    forced = cli(capsys, library, "update", "--force", "--json")
     assert forced.code == 0, forced.err
     assert forced.json["backups"], forced.json
 
@@ -525,10 +523,10 @@ def test_upstream_items_are_admitted_with_retains_ignore_rules(
     upstream.put("skills/pdf/.librarianignore", b"*.log\n")
     upstream.commit("with build leftovers")
     add(capsys, library, "team", upstream.url)
-    assert lib(capsys, library, "update").code == 0, capsys.readouterr()
+    assert cli(capsys, library, "update").code == 0, capsys.readouterr()
     installed = library / "sources" / "team" / "skills" / "pdf"
     assert sorted(p.name for p in installed.iterdir()) == [".librarianignore", "SKILL.md"]
-    assert lib(capsys, library, "status", "--check").code == 0
+    assert cli(capsys, library, "status", "--check").code == 0
     assert_git_consistent(library)
     # The same directory retained locally has the same digest as the managed item.
     copy = tmp_path / "copy" / "pdf"
@@ -538,7 +536,7 @@ def test_upstream_items_are_admitted_with_retains_ignore_rules(
             target = copy / name[len("skills/pdf/"):]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    retained = lib(capsys, library, "retain", str(copy), "--draft", "--json")
+    retained = cli(capsys, library, "retain", str(copy), "--draft", "--json")
     assert retained.code == 0, retained.err
     locked = load_lock((library / "librarian.lock").read_bytes())["team"].items["skills/pdf"]
     assert retained.json["digest"] == locked

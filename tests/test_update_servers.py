@@ -8,16 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GIT, head, run_main, tree_snapshot
+from helpers import GIT, cli, head, tree_snapshot
 from sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
 
 from librarian.formats.config import load_lock
 
 Cap = pytest.CaptureFixture[str]
 
-
-def lib(capsys: Cap, library: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_main(capsys, "--library", str(library), *args)
 
 
 @pytest.fixture
@@ -47,13 +44,13 @@ def url(request: pytest.FixtureRequest, served: Upstream) -> Iterator[str]:
 def test_install_then_incremental_update_over_each_transport(
     library: Path, served: Upstream, url: str, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", url).code == 0
-    first = lib(capsys, library, "update", "--json")
+    assert cli(capsys, library, "source", "add", "team", url).code == 0
+    first = cli(capsys, library, "update", "--json")
     assert first.code == 0, first.err
     assert first.json["plans"][0]["counts"]["add"] == 3
     served.skill("skills/pdf", body="Two.\n").remove("skills/docx").skill("skills/new")
     served.commit("second")
-    second = lib(capsys, library, "update", "--json")
+    second = cli(capsys, library, "update", "--json")
     assert second.code == 0, second.err
     counts = second.json["plans"][0]["counts"]
     assert (counts["add"], counts["update"], counts["remove"], counts["keep"]) == (1, 1, 1, 1)
@@ -62,7 +59,7 @@ def test_install_then_incremental_update_over_each_transport(
     assert pin.url == url
     skill = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
     assert skill.read_text().endswith("Two.\n")
-    again = lib(capsys, library, "update", "--json")
+    again = cli(capsys, library, "update", "--json")
     assert again.code == 0 and again.json["up_to_date"] is True
 
 
@@ -75,8 +72,8 @@ def _assert_nothing_changed(library: Path, old: str | None, snapshot: object) ->
 
 
 def _installed(library: Path, capsys: Cap, served: Upstream) -> tuple[str | None, object]:
-    assert lib(capsys, library, "source", "add", "team", served.url).code == 0
-    assert lib(capsys, library, "update").code == 0
+    assert cli(capsys, library, "source", "add", "team", served.url).code == 0
+    assert cli(capsys, library, "update").code == 0
     return head(library), tree_snapshot(library)
 
 
@@ -94,12 +91,12 @@ def test_connection_refused_is_exit_3_and_changes_nothing(
     port = free_port()  # nothing listens there any more
     _point_at(library, f"{scheme}://alice:s3cret@127.0.0.1:{port}/team.git")
     old, snapshot = head(library), tree_snapshot(library)
-    result = lib(capsys, library, "update", "--json")
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 3, result.err
     assert "s3cret" not in result.out + result.err and "alice" not in result.err
     assert result.json["kind"] == "error"
     _assert_nothing_changed(library, old, snapshot)
-    assert lib(capsys, library, "outdated").code == 3
+    assert cli(capsys, library, "outdated").code == 3
 
 
 def test_missing_repository_on_each_server_is_exit_2(
@@ -116,22 +113,22 @@ def test_missing_repository_on_each_server_is_exit_2(
                 for url in urls:
                     _point_at(library, url)
                     old, snapshot = head(library), tree_snapshot(library)
-                    result = lib(capsys, library, "update")
+                    result = cli(capsys, library, "update")
                     assert result.code == 2, (url, result.err)
                     _assert_nothing_changed(library, old, snapshot)
         else:
             for url in urls:
                 _point_at(library, url)
                 snapshot = tree_snapshot(library)
-                assert lib(capsys, library, "update").code == 2
+                assert cli(capsys, library, "update").code == 2
 
 
 def test_missing_ref_is_exit_2_and_lists_the_refs(
     library: Path, served: Upstream, capsys: Cap
 ) -> None:
-    assert lib(capsys, library, "source", "add", "team", served.url, "--ref", "nope").code == 0
+    assert cli(capsys, library, "source", "add", "team", served.url, "--ref", "nope").code == 0
     old, snapshot = head(library), tree_snapshot(library)
-    result = lib(capsys, library, "update")
+    result = cli(capsys, library, "update")
     assert result.code == 2
     assert "no ref 'nope'" in result.err and "refs/heads/main" in result.err
     _assert_nothing_changed(library, old, snapshot)
@@ -149,8 +146,8 @@ def test_tags_are_followed(library: Path, served: Upstream, capsys: Cap) -> None
         tag.message = b"release\n"
         repo.object_store.add_object(tag)
         repo.refs[b"refs/tags/v1"] = tag.id
-    assert lib(capsys, library, "source", "add", "team", served.url, "--ref", "v1").code == 0
-    result = lib(capsys, library, "update", "--json")
+    assert cli(capsys, library, "source", "add", "team", served.url, "--ref", "v1").code == 0
+    result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     assert result.json["plans"][0]["new_commit"] == served.commits[-1]
 
@@ -165,7 +162,7 @@ def test_a_hostile_ssh_url_committed_by_hand_is_exit_2(
     _point_at(library, hostile)
     old, snapshot = head(library), tree_snapshot(library)
     for command in ("update", "outdated"):
-        result = lib(capsys, library, command)
+        result = cli(capsys, library, command)
         assert result.code == 2, (command, result.err)
         assert "starts with '-'" in result.err
     _assert_nothing_changed(library, old, snapshot)
@@ -199,6 +196,6 @@ def test_a_query_string_token_never_reaches_a_message(
     _point_at(library, f"http://127.0.0.1:{port}/team.git?private_token=glpat-s3cret")
     old, snapshot = head(library), tree_snapshot(library)
     for args in (("update",), ("update", "--json"), ("outdated",), ("source", "list")):
-        result = lib(capsys, library, *args)
+        result = cli(capsys, library, *args)
         assert "glpat-s3cret" not in result.out + result.err, args
     _assert_nothing_changed(library, old, snapshot)

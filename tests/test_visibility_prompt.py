@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import (
     assert_git_consistent,
     assert_one_error_line,
+    cli,
     commit_count,
     committed_policy,
     hand_commit,
     library_state,
     make_recipe,
     make_skill,
-    run_main,
 )
 
 from librarian.content.validate import load_source
@@ -32,9 +31,6 @@ from librarian.store.library import Library
 
 Capsys = pytest.CaptureFixture[str]
 
-
-def cli(capsys: Capsys, library: Path, *args: str) -> Any:
-    return run_main(capsys, "--library", str(library), *args)
 
 
 def prompt_text(capsys: Capsys, library: Path, *args: str) -> str:

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.errors import UsageError
 
 hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
 app.add_typer(hooks_app, name="hooks")
@@ -137,9 +138,9 @@ def check(
     else:
         typer.echo(check_text(report))  # the report is output; the error is one line
     if not report.ok:
-        if not as_json:
-            typer.echo(f"librarian: error: {len(report.problems)} problem(s) found", err=True)
-        raise typer.Exit(2)
+        if as_json:
+            raise typer.Exit(2)  # the one document already says ok: false
+        raise UsageError(f"{len(report.problems)} problem(s) found")
 
 
 @app.command()

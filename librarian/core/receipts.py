@@ -45,7 +45,15 @@ class ExposureReceipt(Receipt):
 
 
 @dataclass(frozen=True)
-class RunResultReceipt(Receipt):
+class RunReceipt(Receipt):
+    """``run_launched`` and ``run_result``: ``reason`` (why it failed or was refused) is
+    always in the document, null when there is none."""
+
+    omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)
+
+
+@dataclass(frozen=True)
+class RunResultReceipt(RunReceipt):
     """``run_result``: what the run printed (the first ``OUTPUT_LIMIT`` bytes of each)."""
 
     output: str = ""

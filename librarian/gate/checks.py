@@ -296,9 +296,7 @@ def _text(data: bytes) -> str | None:
 def record_approval(library: Library, review: ApprovalReview) -> Receipt:
     """Approve exactly the digest that was reviewed (exit 3 if the recipe moved since)."""
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
-        entry = store.lookup(tree, review.path)
+        entry = Snapshot.head(library, store).lookup(review.path)
     if entry is None or entry.sha.decode() != review.tree:
         raise ConflictError(f"{review.path} changed while it was being reviewed",
                             hint="run `librarian approve` again")

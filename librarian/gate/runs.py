@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from librarian.core.fsutil import atomic_write
-from librarian.core.receipts import Receipt, RunResultReceipt
+from librarian.core.receipts import RunReceipt, RunResultReceipt
 from librarian.errors import UsageError
 from librarian.gate.ledger import LedgerEntry, append
 from librarian.store.library import Library
@@ -291,12 +291,12 @@ def _common(record: RunRecord) -> dict[str, Any]:
             "mode": record.mode, "started": record.started}
 
 
-def launch_receipt(record: RunRecord) -> Receipt:
+def launch_receipt(record: RunRecord) -> RunReceipt:
     """``run_launched``: the run exists and is on its way; not its completion, not its result."""
-    return Receipt(kind="run_launched", name=record.name, path=record.recipe,
+    return RunReceipt(kind="run_launched", name=record.name, path=record.recipe,
                    digest=record.digest, commit=None,
-                   details={**_common(record), "pid": record.pid, "timeout": record.timeout,
-                            "reason": record.reason})
+                   details={**_common(record), "pid": record.pid, "timeout": record.timeout},
+                   reason=record.reason)
 
 
 def result_receipt(library: Library, record: RunRecord) -> RunResultReceipt:
@@ -310,7 +310,6 @@ def result_receipt(library: Library, record: RunRecord) -> RunResultReceipt:
                    details={**_common(record), "exit_code": record.exit_code,
                             "ended": record.ended, "duration": record.duration,
                             "timed_out": record.status == "timed_out",
-                            "reason": record.reason,
                             "output_truncated": out_cut or err_cut,
                             "output_path": str(run_dir / "stdout")},
-                            output=output, stderr=errors)
+                            reason=record.reason, output=output, stderr=errors)

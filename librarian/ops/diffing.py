@@ -9,7 +9,7 @@ from librarian.core.model import ItemFile
 from librarian.ops.status import library_status
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
-from librarian.store.resolve import find_item
+from librarian.store.snapshot import Snapshot
 
 
 def _committed_files(store: GitStore, tree: ObjectId | None) -> tuple[ItemFile, ...]:
@@ -42,23 +42,22 @@ def diff_library(library: Library, name: str | None = None) -> str:
     """The diff text (empty when there is nothing to show)."""
     lines: list[str] = []
     with library.store() as store:
-        head = store.head()
-        root = store.tree_of(head)
+        snapshot = Snapshot.head(library, store)
         if name is not None:
-            item = find_item(store, root, name)
+            item = snapshot.find(name)
             lines += tree_diff(item.path, _committed_files(store, item.tree),
                                _work_files(library, item.path))
         else:
             report = library_status(library)
             for status in report.changed():
-                committed = store.lookup(root, status.path) if status.state != "untracked" else None
+                committed = snapshot.lookup(status.path) if status.state != "untracked" else None
                 lines += tree_diff(status.path,
                                    _committed_files(store, committed.sha if committed else None),
                                    _work_files(library, status.path))
             for file_status in report.files:
                 if file_status.status == "clean":
                     continue
-                entry = store.lookup(root, file_status.path)
+                entry = snapshot.lookup(file_status.path)
                 old = ItemFile("", False, store.read_blob(entry.sha)) if entry else None
                 path = library.root / file_status.path
                 new = ItemFile("", False, path.read_bytes()) if path.is_file() else None

@@ -12,6 +12,7 @@ from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError
 from librarian.store.changes import CommitResult
 from librarian.store.library import Library
+from librarian.store.snapshot import head_policy
 from librarian.store.txn import Transaction
 
 UNKNOWN_EVIDENCE = "unknown"
@@ -34,8 +35,14 @@ def retain(
     draft: bool = False,
     evidence: str | None = None,
 ) -> Receipt:
+    # Judged before the lock is taken (reading and scanning a large source takes time a
+    # concurrent writer would spend waiting); judged again only if the committed policy
+    # moved in between.
+    policy = head_policy(library)
+    content = load_source(source, policy, name=name)
     with Transaction(library) as tx:
-        content = load_source(source, tx.base.policy, name=name)
+        if tx.base.policy != policy:
+            content = load_source(source, tx.base.policy, name=name)
         result = _admit(tx, content, draft, evidence)
     return _receipt(library, content, draft, result.commit)
 

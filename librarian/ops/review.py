@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from librarian.core.events import parse_message
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore
-from librarian.store.library import Item, Library, committed_items
+from librarian.store.library import Item, Library
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
 #: status values, in the order ``review`` lists them
@@ -62,9 +63,9 @@ def review_drafts(
     moment = int(now if now is not None else time.time())
     day = today or dt.date.today()
     with library.store() as store:
-        base = store.head()
-        tree = store.tree_of(base)
-        drafts = [i for i in committed_items(store, tree) if i.state == "draft"]
+        snapshot = Snapshot.head(library, store)
+        base = snapshot.commit
+        drafts = [i for i in snapshot.items() if i.state == "draft"]
         found = {d.path: _Found() for d in drafts}
         pending = len(found)
         for info in store.walk_log(base) if pending else ():

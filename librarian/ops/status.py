@@ -19,7 +19,7 @@ from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
 from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
-from librarian.store.library import Item, Library, committed_items
+from librarian.store.library import Item, Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache, WorkTreeCache
 
@@ -109,20 +109,19 @@ def _exists(library: Library, path: str) -> bool:
 
 def library_status(library: Library) -> StatusReport:
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
-        items = list(committed_items(store, tree))
+        snapshot = Snapshot.head(library, store)
+        items = list(snapshot.items())
         work_cache = WorkTreeCache(library.cache_dir)
         digests = DigestCache(library.cache_dir)
         present, strays = _work_entries(library)
         # A file where only item directories belong, which no commit holds, is untracked
         # (`check` says why it does not belong).
         untracked = tuple(FileStatus(path, "untracked") for path in strays
-                          if store.lookup(tree, path) is None)
-        files = (*_file_statuses(library, store, tree), *untracked)
+                          if snapshot.lookup(path) is None)
+        files = (*_file_statuses(snapshot), *untracked)
         report = StatusReport(
             items=tuple(_item_statuses(library, store, items, present, work_cache, digests)),
-            tools=tuple(_tool_statuses(library, store, tree, digests)),
+            tools=tuple(_tool_statuses(snapshot, digests)),
             files=files,
             hints=tuple(CONFIG_HINT for f in files
                         if f.path == LIBRARY_FILE and f.status == "modified"),
@@ -176,21 +175,16 @@ def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> 
         return None
 
 
-def _tool_statuses(
-    library: Library, store: GitStore, tree: ObjectId | None, digests: DigestCache
-) -> Iterable[ToolStatus]:
-    snapshot = Snapshot.at(library, store, store.head())
+def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolStatus]:
     for name, tool in sorted(snapshot.tools.items()):
         state = tool_state(snapshot, tool, digests)
         yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
 
 
-def _file_statuses(
-    library: Library, store: GitStore, tree: ObjectId | None
-) -> Iterable[FileStatus]:
+def _file_statuses(snapshot: Snapshot) -> Iterable[FileStatus]:
     for name in TOP_FILES:
-        entry = store.lookup(tree, name)
-        path = library.root / name
+        entry = snapshot.lookup(name)
+        path = snapshot.library.root / name
         if entry is None:
             if path.exists():
                 yield FileStatus(name, "untracked")

@@ -14,8 +14,8 @@ from librarian.core.events import trailers
 from librarian.core.receipts import Receipt
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, dump_library_config
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library, committed_items
+from librarian.store.library import Library
+from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 from librarian.store.txn import Transaction
 
@@ -36,12 +36,11 @@ def resident(library: Library, name: str, *, on: bool = True) -> Receipt:
 
 def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Receipt:
     with Transaction(library) as tx:
-        store, tree = tx.store, tx.base.tree
         config = tx.base.config
         current: tuple[str, ...] = getattr(config, field)
         if not on and name in current:
             # Taking a name off a list works even when the skill is gone (cleaning up).
-            skill_name, path, digest = name, _path_of(store, tree, name), None
+            skill_name, path, digest = name, _path_of(tx.base, name), None
         else:
             item = tx.base.find(name)
             if item.kind != "skill" or item.state == "draft":
@@ -52,7 +51,7 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
                     + ("; promote the draft first" if item.state == "draft" else ""),
                 )
             skill_name, path = item.name, item.path
-            digest = DigestCache(library.cache_dir).digest(store, item.tree)
+            digest = DigestCache(library.cache_dir).digest(tx.store, item.tree)
         wanted = on
         present = skill_name in current
         state_word = _state_word(field, on)
@@ -78,11 +77,12 @@ def _set(library: Library, name: str, field: Field, on: bool, event: str) -> Rec
     return _receipt(event, skill_name, path, digest, result.commit, field, on, warning=warning)
 
 
-def _path_of(store: GitStore, tree: ObjectId | None, name: str) -> str:
-    for item in committed_items(store, tree):
-        if item.name == name:
-            return item.path
-    return name
+def _path_of(snapshot: Snapshot, name: str) -> str:
+    """The item's path when it is still there; else the name (a list entry being cleaned)."""
+    try:
+        return snapshot.find(name).path
+    except UsageError:
+        return name
 
 
 def _state_word(field: Field, on: bool) -> str:

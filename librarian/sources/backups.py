@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.digest import MODE_TREE
+from librarian.core.events import format_message
 from librarian.errors import ConflictError
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
@@ -62,8 +63,11 @@ def back_up(
         saved.append(path)
     if not saved or tree is None:
         return None
-    message = _message(f"backup of local edits before {reason}",
-                       [("Librarian-Backup", source), *(("Librarian-Item", p) for p in saved)])
+    # Not a retention event (it is never on the branch, only under its ref): no
+    # Librarian-Event trailer.
+    message = format_message(f"backup of local edits before {reason}",
+                             [("Librarian-Backup", source),
+                              *(("Librarian-Item", p) for p in saved)])
     commit = store.make_commit(tree, [base] if base else [], message)
     store.flush(commit)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -75,12 +79,3 @@ def back_up(
         ref = f"{BACKUP_PREFIX}/{source}/{stamp}-{number}"
     store.set_ref(ref.encode(), None, commit, b"librarian: " + message.split("\n")[0].encode())
     return Backup(ref, commit.decode(), tuple(saved))
-
-
-def _message(subject: str, trailers: Sequence[tuple[str, str]]) -> str:
-    """A backup commit's message. It is not a retention event (it is never on the branch,
-    only under its ref), so it carries no ``Librarian-Event`` and is not formatted by
-    ``events.format_message``, which accepts events only; values stay single lines."""
-    lines = [" ".join(subject.split()), ""]
-    lines += [f"{key}: {' '.join(value.split())}" for key, value in trailers]
-    return "\n".join(lines) + "\n"

@@ -12,13 +12,14 @@ import json
 import re
 from dataclasses import dataclass
 
+from dulwich.refs import Ref, check_ref_format
+
 from librarian.core.fsutil import atomic_write
 from librarian.errors import UsageError
 from librarian.store.library import Library
 
 _TX = re.compile(r"[0-9a-f]{12}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_BRANCH = re.compile(r"refs/heads/[A-Za-z0-9._/-]+")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Journal:
         paths = document["paths"]
         if not isinstance(tx, str) or not _TX.fullmatch(tx):
             raise ValueError("bad transaction id")
-        if not isinstance(branch, str) or not _BRANCH.fullmatch(branch) or ".." in branch:
+        if not isinstance(branch, str) or not _is_branch(branch):
             raise ValueError("bad branch")
         for commit in (base, new):
             if commit is not None and (not isinstance(commit, str)
@@ -72,6 +73,13 @@ class Journal:
         if new is None or not isinstance(paths, list) or not all(map(is_work_path, paths)):
             raise ValueError("bad paths")
         return cls(tx, branch, base, new, tuple(paths))
+
+
+def _is_branch(name: str) -> bool:
+    """A branch name git itself would accept (``check_ref_format``: no ``..``, no control
+    characters, …); any such name, ``feat+ü`` included, is one librarian may have written."""
+    return name.startswith("refs/heads/") and check_ref_format(
+        Ref(name.encode("utf-8", "surrogateescape")))
 
 
 def is_work_path(path: object) -> bool:

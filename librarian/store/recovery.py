@@ -23,7 +23,7 @@ def recover(library: Library, store: GitStore) -> str | None:
     if journal is None:
         return _sweep(library)
     new = journal.new.encode()
-    head = store.ref(journal.branch.encode())
+    head = store.ref(journal.branch.encode("utf-8", "surrogateescape"))
     if head is not None and _reaches(store, head, new):
         swap_in(library, store, journal.tx, journal.paths, store.commit(new).tree)
         outcome = f"finished the interrupted change {journal.new[:12]}"

@@ -105,14 +105,20 @@ class Snapshot:
     def files(self, item: Item) -> tuple[ItemFile, ...]:
         return self.store.read_files(item.tree)
 
-    def content(self, item: Item, *, tree: ObjectId | None = None,
-                where: str | None = None) -> ItemContent:
+    def content(self, item: Item, *, where: str | None = None) -> ItemContent:
         """The item's committed files judged by the same rules as any admission, under
-        this commit's policy (``tree``: another revision of it, e.g. one being restored)."""
+        this commit's policy (``item`` may be another revision, e.g. one being restored)."""
         # Imported here: reading the committed view (status, prompt) must not pay for the
         # validation stack (the format parsers and the secret scan) it does not use.
         from librarian.content.validate import validate_item
 
-        files = self.store.read_files(tree if tree is not None else item.tree)
+        files = self.store.read_files(item.tree)
         return validate_item(files, self.policy, expected_name=item.bare_name,
                              where=where or item.path)
+
+
+def head_policy(library: Library) -> Policy:
+    """The committed policy at HEAD, read without the mutation lock (to judge content
+    before taking it; a transaction re-checks its base)."""
+    with library.store() as store:
+        return Snapshot.head(library, store).policy

@@ -85,8 +85,11 @@ class Transaction:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._close()
-        self._lock.__exit__(kind, exc, tb)
+        try:
+            self._close()
+        finally:
+            self._base = None  # a snapshot over a closed store must not be read
+            self._lock.__exit__(kind, exc, tb)
 
     def _close(self) -> None:
         if self._store is not None:
@@ -204,8 +207,9 @@ class Transaction:
                 "the git index is locked (.git/index.lock exists); nothing was changed",
                 hint="another git command is running; if none is, remove .git/index.lock",
             )
-        journal = Journal(uuid.uuid4().hex[:12], store.branch().decode(),
-                          base.decode() if base else None, new.decode(),
+        branch = store.branch().decode("utf-8", "surrogateescape")
+        journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
+                          new.decode(),
                           tuple(c.path for c in self._changes))
         try:
             apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)

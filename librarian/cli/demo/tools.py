@@ -24,15 +24,14 @@ from librarian.gate.runner import start_run
 from librarian.gate.runs import launch_receipt, list_runs, wait_run
 from librarian.ops.retention import retain
 from librarian.store.library import Library
+from librarian.store.snapshot import Snapshot
 
 RECIPE = "word-count"
 
 
 def _retained(library: Library) -> bool:
     with library.store() as store:
-        head = store.head()
-        tree = store.tree_of(head)
-        return store.lookup(tree, f"recipes/{RECIPE}") is not None
+        return Snapshot.head(library, store).lookup(f"recipes/{RECIPE}") is not None
 
 
 def tour(library: Library, workspace: Path) -> list[DemoStep]:

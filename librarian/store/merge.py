@@ -3,7 +3,8 @@
 Owns ``merge_files(base, ours, theirs)``: three maps of item-relative path ->
 ``FileVersion(mode, data)`` in, one frozen ``ItemMerge`` out, either the merged files or
 every conflict with its overlapping hunks. It imports only ``dulwich.merge`` (whose
-``make_merge3`` builds the line merge over the ``merge3`` package) and the standard library.
+``make_merge3`` builds the line merge over the ``merge3`` package) and the standard library;
+it lives in ``store`` because nothing outside it imports dulwich, but it reads no repository.
 
 Where dulwich's own defaults differ from git, git wins (measured, docs/decisions.md):
 

@@ -179,8 +179,10 @@ def test_conflict_is_refused_and_nothing_changes(
     assert git_text(library, "rev-parse", "refs/librarian/sources/team").strip() == fetch_ref
     document = result.json  # one document, from cli.main's single error mapper
     assert document["kind"] == "error" and document["exit_code"] == 3
-    assert "team:pdf at sources/team/skills/pdf (local edit, changed upstream)" in \
-        document["error"]
+    # the line names the item, the file and the overlapping hunk, ours and theirs
+    assert ("team:pdf at sources/team/skills/pdf (local edit, changed upstream: SKILL.md: "
+            "changed on both sides in overlapping lines (1 hunk(s)): lines 5-6 locally "
+            "'Do it. | My local note.' vs line 5 upstream 'Upstream two.')") in document["error"]
     assert "--force" in document["hint"]
     conflicts = [item for plan in document["plans"] for item in plan["items"]
                  if item["action"] == "conflict"]

@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import GIT, git_text, head, run_main, run_process, tree_snapshot
+from helpers import GIT, git, git_text, head, run_main, run_process, tree_snapshot
 from sources_helpers import Upstream
 
 from librarian.formats.config import load_lock
@@ -118,3 +118,84 @@ def test_recovery_also_runs_at_the_start_of_the_next_changing_command(
     assert not (library / ".git" / "librarian" / "journal.json").exists()
     assert (library / "sources" / "team" / "skills" / "new" / "SKILL.md").exists()
     assert not (library / "sources" / "team" / "skills" / "docx").exists()
+
+
+#: the crash points of a merging update -> whether it is committed once recovered
+MERGE_POINTS = {**POINTS, "update-after-merge": False}
+
+
+def _prepare_merge(tmp_path: Path, capsys: Cap) -> tuple[Path, bytes]:
+    from librarian.ops.create import init_library
+
+    library = tmp_path / "lib"
+    init_library(library, "crash-lib")
+    up = Upstream(tmp_path / "up.git")
+    body = "".join(f"Step {n}.\n" for n in range(1, 9))
+    up.skill("skills/pdf", body=body).skill("skills/docx").commit("first")
+    args = ("--library", str(library))
+    assert run_main(capsys, *args, "source", "add", "team", up.url).code == 0
+    assert run_main(capsys, *args, "update").code == 0
+    skill = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("Step 2.\n", "Step 2, my way.\n"))
+    (skill.parent / "mine.md").write_text("my own file\n")
+    up.skill("skills/pdf", body=body.replace("Step 7.\n", "Step 7, upstream's way.\n"))
+    up.skill("skills/docx", body="Upstream two.\n").commit("second")
+    return library, skill.read_bytes()
+
+
+@pytest.mark.parametrize("point", list(MERGE_POINTS))
+def test_killed_merging_update_keeps_the_edit(tmp_path: Path, capsys: Cap, point: str) -> None:
+    library, edited = _prepare_merge(tmp_path, capsys)
+    reference = tmp_path / "reference"
+    shutil.copytree(library, reference, symlinks=True)
+    before_head, before = head(library), tree_snapshot(library)
+    done = run_process("--library", str(reference), "update", "--json")
+    assert done.returncode == 0, done.stderr
+    after = tree_snapshot(reference)
+    merged = (reference / "sources/team/skills/pdf/SKILL.md").read_text()
+    assert "Step 2, my way." in merged and "Step 7, upstream's way." in merged
+
+    killed = run_process("--library", str(library), "update",
+                         env={"LIBRARIAN_CRASH_AT": point})
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr)
+    assert run_process("--library", str(library), "recover").returncode == 0
+    skill = library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    if MERGE_POINTS[point]:
+        assert head(library) != before_head and tree_snapshot(library) == after
+        assert skill.read_text() == merged  # the merged edit
+    else:
+        assert head(library) == before_head and tree_snapshot(library) == before
+        assert skill.read_bytes() == edited  # the original edit
+    assert (skill.parent / "mine.md").read_text() == "my own file\n"
+    if point != "update-after-fetch":
+        # the original edit was saved before anything else changed
+        (name,) = _backup_refs(library)
+        saved = git_text(library, "show", f"refs/librarian/backups/team/{name}:"
+                         "sources/team/skills/pdf/SKILL.md") if GIT else None
+        assert saved is None or saved.encode() == edited
+    if GIT is not None:
+        porcelain = set(git_text(library, "status", "--porcelain",
+                                 "--untracked-files=all").splitlines())
+        assert porcelain == {" M sources/team/skills/pdf/SKILL.md",
+                             "?? sources/team/skills/pdf/mine.md"}
+        fsck = git(library, "fsck", "--strict", check=False)
+        assert fsck.returncode == 0, fsck.stderr.decode()
+    # and the library works on: the update completes (or is already complete)
+    final = run_process("--library", str(library), "update", "--json")
+    assert final.returncode == 0, final.stderr
+    assert tree_snapshot(library) == after
+
+
+
+def test_roll_forward_without_the_stage_rebuilds_the_merge(tmp_path: Path, capsys: Cap) -> None:
+    """The journal names the merged tree: even with the stage lost, recovery writes the
+    merged edit, never bare upstream."""
+    library, _ = _prepare_merge(tmp_path, capsys)
+    killed = run_process("--library", str(library), "update",
+                         env={"LIBRARIAN_CRASH_AT": "after-cas"})
+    assert killed.returncode == -signal.SIGKILL
+    shutil.rmtree(library / ".git" / "librarian" / "stage")
+    shutil.rmtree(library / "sources" / "team" / "skills" / "pdf")
+    assert run_process("--library", str(library), "recover").returncode == 0
+    text = (library / "sources" / "team" / "skills" / "pdf" / "SKILL.md").read_text()
+    assert "Step 2, my way." in text and "Step 7, upstream's way." in text

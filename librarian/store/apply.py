@@ -1,17 +1,28 @@
 """Applying a commit to the work tree: staging, the swap by renames, its undo, the index.
 
 Used by the transaction (``txn``) on the way forward and by ``recovery`` to finish a change
-whose branch already moved; every step here is idempotent for that reason.
+whose branch already moved; every step here is idempotent for that reason. A path may get
+a work tree other than the commit's (``TreeChange.work``, a merged local edit): it is staged
+and rebuilt from that tree, and the index records the committed blobs, so ``git status``
+shows the difference as a modification.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from librarian.content.worktree import NotRegularFile, hash_work_dir, iter_work_files, write_files
+from librarian.content.worktree import (
+    ItemHash,
+    NotRegularFile,
+    hash_files,
+    hash_work_dir,
+    iter_work_files,
+    write_files,
+)
 from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
 from librarian.core.fsutil import fsync_dir, write_file_durably
 from librarian.errors import ConflictError, TrustError, UsageError
@@ -93,21 +104,28 @@ def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> No
             write_files(slot, change.files)
         elif isinstance(change, FileChange) and change.data is not None:
             write_file_durably(slot, change.data)
+        elif isinstance(change, TreeChange) and change.work is not None:
+            # A merged edit: the stage holds the merge; what the commit installs is checked
+            # against the plan's digest from the object store.
+            write_files(slot, store.read_files(change.work))
+            _verify(change.path, hash_work_dir(slot), change.work, None)
+            if change.tree is not None and change.digest is not None:
+                _verify(change.path, hash_files(store.read_files(change.tree)), change.tree,
+                        change.digest)
         elif isinstance(change, TreeChange) and change.tree is not None:
             write_files(slot, store.read_files(change.tree))
-            _verify_staged(slot, change)
+            _verify(change.path, hash_work_dir(slot), change.tree, change.digest)
     fsync_dir(stage)
 
 
-def _verify_staged(slot: Path, change: TreeChange) -> None:
+def _verify(path: str, staged: ItemHash | None, tree: ObjectId, digest: str | None) -> None:
     """The staged copy must be exactly the planned content (digest and git tree id)."""
-    staged = hash_work_dir(slot)
-    ok = staged is not None and staged.tree_sha1 == change.tree and (
-        change.digest is None or staged.digest == change.digest)
+    ok = staged is not None and staged.tree_sha1 == tree and (
+        digest is None or staged.digest == digest)
     if not ok:
         raise TrustError(
-            f"{change.path}: the staged content does not match the planned digest "
-            f"{change.digest or ''}".rstrip(),
+            f"{path}: the staged content does not match the planned digest "
+            f"{digest or ''}".rstrip(),
             hint="the object store may be damaged; run `git fsck`",
         )
 
@@ -119,14 +137,19 @@ def swap_in(
     paths: Sequence[str],
     new_tree: ObjectId,
     done: list[tuple[str, int]] | None = None,
+    work: Mapping[int, ObjectId] | None = None,
 ) -> None:
     """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
-    records each rename ("moved" old content to trash, "placed" new content) for ``_undo``."""
+    records each rename ("moved" old content to trash, "placed" new content) for ``_undo``;
+    ``work`` maps the slots whose work tree is not the commit's to the tree it gets."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
+    work = work or {}
     for number, path in enumerate(paths):
         target, slot = library.path_of(path), stage / str(number)
         desired = store.lookup(new_tree, path)
+        if desired is not None and number in work:
+            desired = TreeEntry(MODE_TREE, work[number])  # rebuilt as merged, never bare
         if slot.exists() or slot.is_symlink() or desired is None:
             if target.exists() or target.is_symlink():
                 trash.mkdir(parents=True, exist_ok=True)
@@ -141,7 +164,7 @@ def swap_in(
         elif not (target.exists()):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
-    _update_index(library, store, paths, new_tree)
+    _update_index(library, store, paths, new_tree, work)
 
 
 def _make_parents(directory: Path) -> None:
@@ -166,15 +189,18 @@ def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
 
 
 def _update_index(
-    library: Library, store: GitStore, paths: Sequence[str], new_tree: ObjectId
+    library: Library, store: GitStore, paths: Sequence[str], new_tree: ObjectId,
+    work_of: Mapping[int, ObjectId],
 ) -> None:
     entries: list[IndexEntry] = []
-    for path in paths:
+    for number, path in enumerate(paths):
         desired = store.lookup(new_tree, path)
         if desired is None:
             continue
         target = library.path_of(path)
-        if desired.mode == MODE_TREE:
+        if number in work_of:
+            entries += _modified_entries(store, target, path, desired.sha, work_of[number])
+        elif desired.mode == MODE_TREE:
             committed = dict(store.walk(desired.sha, path + "/"))
             for work in iter_work_files(target, path + "/"):
                 entry = committed[work.path]
@@ -193,6 +219,24 @@ def _update_index(
         ) from None
     except IndexFormatError as exc:
         raise UsageError(f"cannot update the git index: {exc}") from None
+
+
+def _modified_entries(store: GitStore, target: Path, path: str, committed_tree: ObjectId,
+                      work_tree: ObjectId) -> list[IndexEntry]:
+    """Index entries for a directory whose work tree is not the commit (a merged edit): the
+    committed blobs, as git keeps them; a file the work tree holds unchanged gets its stat,
+    every other one git's zeroed stat, so that git re-reads it and reports it modified."""
+    committed = dict(store.walk(committed_tree, path + "/"))
+    in_work = dict(store.walk(work_tree, path + "/"))
+    entries = []
+    for name, entry in sorted(committed.items()):
+        file = target / name[len(path) + 1:]
+        if in_work.get(name) == entry and file.is_file():
+            st = file.lstat()
+        else:
+            st = os.stat_result((entry.mode, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0))
+        entries.append(IndexEntry(name, bytes.fromhex(entry.sha.decode()), entry.mode, st))
+    return entries
 
 
 def discard(library: Library, tx: str) -> None:

@@ -32,9 +32,18 @@ class TreeChange:
     path: str
     tree: ObjectId | None
     digest: str | None = None
+    #: what the work tree gets instead of ``tree`` (a merged local edit, already in the
+    #: store): the commit and the index hold ``tree``, so the difference shows as modified
+    work: ObjectId | None = None
 
 
 Change = DirChange | FileChange | TreeChange
+
+
+def work_trees(changes: tuple[Change, ...] | list[Change]) -> tuple[tuple[int, str], ...]:
+    """(change number, tree) of each change whose work tree differs from the commit."""
+    return tuple((number, change.work.decode()) for number, change in enumerate(changes)
+                 if isinstance(change, TreeChange) and change.work is not None)
 
 
 @dataclass(frozen=True)

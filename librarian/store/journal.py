@@ -29,10 +29,16 @@ class Journal:
     base: str | None  # the commit the branch held before
     new: str  # the commit the branch moves to
     paths: tuple[str, ...]  # work-tree paths swapped, in order (slot i = paths[i])
+    #: (slot, tree) of each path whose work tree differs from the commit (a merged edit)
+    work: tuple[tuple[int, str], ...] = ()
+
+    def work_of(self) -> dict[int, bytes]:
+        return {number: tree.encode() for number, tree in self.work}
 
     def write(self, library: Library) -> None:
         document = {"tx": self.tx, "branch": self.branch, "base": self.base,
-                    "new": self.new, "paths": list(self.paths)}
+                    "new": self.new, "paths": list(self.paths),
+                    "work": {str(n): tree for n, tree in self.work}}
         atomic_write(library.journal_path, json.dumps(document, indent=1).encode())
 
     @classmethod
@@ -72,7 +78,22 @@ class Journal:
                 raise ValueError("bad commit id")
         if new is None or not isinstance(paths, list) or not all(map(is_work_path, paths)):
             raise ValueError("bad paths")
-        return cls(tx, branch, base, new, tuple(paths))
+        return cls(tx, branch, base, new, tuple(paths), _work(document.get("work"), len(paths)))
+
+
+def _work(value: object, count: int) -> tuple[tuple[int, str], ...]:
+    """The journal's ``work`` (absent in journals of older versions): slot -> tree id."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise TypeError("bad work trees")
+    out = []
+    for key, tree in value.items():
+        if not (isinstance(key, str) and key.isdigit() and int(key) < count
+                and isinstance(tree, str) and _COMMIT.fullmatch(tree)):
+            raise ValueError("bad work tree")
+        out.append((int(key), tree))
+    return tuple(sorted(out))
 
 
 def _is_branch(name: str) -> bool:

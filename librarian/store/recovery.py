@@ -25,7 +25,8 @@ def recover(library: Library, store: GitStore) -> str | None:
     new = journal.new.encode()
     head = store.ref(journal.branch.encode("utf-8", "surrogateescape"))
     if head is not None and _reaches(store, head, new):
-        swap_in(library, store, journal.tx, journal.paths, store.commit(new).tree)
+        swap_in(library, store, journal.tx, journal.paths, store.commit(new).tree,
+                work=journal.work_of())
         outcome = f"finished the interrupted change {journal.new[:12]}"
     else:
         outcome = "rolled back an interrupted change (nothing had been committed)"

@@ -40,6 +40,7 @@ from librarian.store.changes import (
     DirChange,
     FileChange,
     TreeChange,
+    work_trees,
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.journal import Journal
@@ -120,9 +121,12 @@ class Transaction:
         """Set the top-level file ``path`` to ``data`` (None removes it)."""
         self.change(FileChange(path, data))
 
-    def put_tree(self, path: str, tree: ObjectId | None, digest: str | None = None) -> None:
-        """Set ``path`` to a tree already stored; the staged copy must hash to ``digest``."""
-        self.change(TreeChange(path, tree, digest))
+    def put_tree(self, path: str, tree: ObjectId | None, digest: str | None = None, *,
+                 work: ObjectId | None = None) -> None:
+        """Set ``path`` to a tree already stored; the staged copy must hash to ``digest``.
+        ``work``: a stored tree the work tree gets instead (a merged local edit), shown as
+        modified against the commit."""
+        self.change(TreeChange(path, tree, digest, work))
 
     def check_unmodified(self, change: Change) -> None:
         """Refuse (exit 3) when the work tree at ``change.path`` differs from the base."""
@@ -209,8 +213,8 @@ class Transaction:
             )
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
-                          new.decode(),
-                          tuple(c.path for c in self._changes))
+                          new.decode(), tuple(c.path for c in self._changes),
+                          work_trees(self._changes))
         try:
             apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)
             journal.write(library)
@@ -226,7 +230,8 @@ class Transaction:
         crash_point("after-cas")
         done: list[tuple[str, int]] = []
         try:
-            apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done)
+            apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done,
+                          journal.work_of())
         except (LibrarianError, OSError):
             # A failure after the branch moved (a vanished directory, a full disk, an index
             # locked since the check): put everything back so the command changed nothing.

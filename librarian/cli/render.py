@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.ops.inventory import Inventory
     from librarian.ops.review import ReviewReport
     from librarian.ops.status import StatusReport
+    from librarian.sources.plan import PlannedItem
     from librarian.sources.releases import ReleaseInfo, VerifyReport
     from librarian.sources.subscriptions import SourceInfo
     from librarian.sources.update import SourcePlan, UpdateReport
@@ -195,7 +196,7 @@ def signing_line(info: ReleaseInfo | None) -> str:
 
 
 def update_plan_lines(plans: tuple[SourcePlan, ...],
-                      releases: tuple[ReleaseInfo, ...] = ()) -> list[str]:
+                      releases: tuple[ReleaseInfo, ...] = (), diff: bool = False) -> list[str]:
     lines = []
     signing = {r.source: r for r in releases}
     for plan in plans:
@@ -204,7 +205,7 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
         lines.append(signing_line(signing.get(plan.source)))
         for item in plan.items:
             if item.action != "keep" or item.local_edit or item.work is None:
-                lines.append(f"  {item.action:<9} {item.name:<28} {item.reason}")
+                lines += _item_lines(item, diff)
         counts = plan.counts()
         lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
         for skipped in plan.skipped:
@@ -212,11 +213,34 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
     return lines
 
 
-def update_report_text(report: UpdateReport) -> str:
+def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
+    merge = item.merge
+    if merge is None or (not merge.clean and not merge.conflicts):
+        return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
+    # only a plan holding a merge pays for these imports (rendering imports what it uses)
+    from librarian.content.patch import tree_diff
+    from librarian.store.merge import describe_hunk
+
+    if not merge.clean:
+        lines = [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+                 f"{len(merge.conflicts)} file(s) conflict"]
+        for conflict in merge.conflicts:
+            lines.append(f"              {conflict.path}: {conflict.detail}")
+            lines += [f"                {describe_hunk(h)}" for h in conflict.hunks]
+        return lines
+    lines = [f"  {item.action:<9} {item.name:<28} {item.reason}"]
+    if diff and merge.merged is not None:
+        # what the update writes into the work tree: the upstream change on top of yours
+        lines += [f"    {line}" for line in tree_diff(item.library_path, merge.work,
+                                                      merge.merged)]
+    return lines
+
+
+def update_report_text(report: UpdateReport, diff: bool = False) -> str:
     if not report.plans:
         return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",
                           *(f"warning: {w}" for w in report.warnings)])
-    lines = update_plan_lines(report.plans, report.releases)
+    lines = update_plan_lines(report.plans, report.releases, diff)
     if report.up_to_date:
         lines.append("already up to date: nothing to change, no commit made")
     elif report.kind == "outdated" or report.dry_run:

@@ -88,13 +88,18 @@ def source_remove(
 
 
 @app.command()
-def outdated(names: SourcesArg = None, as_json: JsonOpt = False) -> None:
+def outdated(
+    names: SourcesArg = None,
+    diff: Annotated[bool, typer.Option(
+        "--diff", help="Show what each merge would write into your edited files.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Fetch and show what `update` would do per item; changes nothing."""
     from librarian.cli.render import update_report_json
     from librarian.sources.update import outdated as plan_outdated
 
     report = plan_outdated(current_library(), names or (), progress=_progress())
-    emit(update_report_json(report) if as_json else None, as_json, report_text(report))
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report, diff))
 
 
 @app.command()
@@ -103,6 +108,8 @@ def update(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Back up conflicting local edits, then overwrite them.")] = False,
+    diff: Annotated[bool, typer.Option(
+        "--diff", help="Show what each merge writes into your edited files.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fetch sources, plan, and install the new collections in one commit."""
@@ -111,4 +118,4 @@ def update(
 
     report = run_update(current_library(), names or (), dry_run=dry_run, force=force,
                         progress=_progress())
-    emit(update_report_json(report) if as_json else None, as_json, report_text(report))
+    emit(update_report_json(report) if as_json else None, as_json, report_text(report, diff))

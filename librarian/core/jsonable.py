@@ -12,7 +12,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Receipt):
         return value.to_json()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # a field marked ``metadata={"json": False}`` (file contents, say) stays out
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.metadata.get("json", True)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

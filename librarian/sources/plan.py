@@ -1,11 +1,13 @@
-"""Planning an update: per item of a source, add, update, remove, keep or conflict.
+"""Planning an update: per item of a source, add, update, merge, remove, keep or conflict.
 
 The plan compares three states of every item: *locked* (its tree in the base commit,
 pinned by ``librarian.lock``), *upstream* (the fetched, filtered, validated tree,
 ``librarian.sources.upstream``) and *work* (the work tree, through the stat cache). Planning reads
 only committed configuration: the sources and the policy come from the base commit's
 ``library.yaml``, never from the work tree, so an uncommitted edit can neither add nor
-redirect a source. Applying a plan is ``librarian.sources.update``'s.
+redirect a source. An item with a local edit that upstream also changed is merged file by
+file (``librarian.sources.merging``): ``merge`` when every file merges, else ``conflict``.
+Applying a plan is ``librarian.sources.update``'s.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from librarian.formats.config import (
     LockedSource,
     SourceConfig,
 )
+from librarian.sources.merging import MergeOutcome, plan_merge
 from librarian.sources.upstream import (
     Collection,
     Skipped,
@@ -34,7 +37,8 @@ from librarian.store.library import Library
 from librarian.store.statcache import WorkTreeCache
 
 SOURCE_REF_PREFIX = "refs/librarian/sources/"
-Action = Literal["add", "update", "remove", "keep", "conflict"]
+Action = Literal["add", "update", "merge", "remove", "keep", "conflict"]
+ACTIONS: tuple[Action, ...] = ("add", "update", "merge", "remove", "keep", "conflict")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class PlannedItem:
     reason: str
     #: the admitted upstream tree (hex): the upstream item without what retain would ignore
     upstream_tree: str | None = None
+    #: the three-way merge of a locally edited item upstream changed (merge or conflict)
+    merge: MergeOutcome | None = None
 
 
 @dataclass(frozen=True)
@@ -65,14 +71,18 @@ class SourcePlan:
 
     @property
     def changes(self) -> tuple[PlannedItem, ...]:
-        return tuple(i for i in self.items if i.action in ("add", "update", "remove"))
+        return tuple(i for i in self.items if i.action in ("add", "update", "merge", "remove"))
 
     @property
     def conflicts(self) -> tuple[PlannedItem, ...]:
         return tuple(i for i in self.items if i.action == "conflict")
 
+    @property
+    def merges(self) -> tuple[PlannedItem, ...]:
+        return tuple(i for i in self.items if i.action == "merge")
+
     def counts(self) -> dict[str, int]:
-        out = {a: 0 for a in ("add", "update", "remove", "keep", "conflict")}
+        out: dict[str, int] = {a: 0 for a in ACTIONS}
         for item in self.items:
             out[item.action] += 1
         return out
@@ -125,7 +135,7 @@ def plan_source(
                                  {p: (t, pins[p]) for p, t in installed.items()})
     work_cache = WorkTreeCache(library.cache_dir)
     items = [
-        _plan_item(library, work_cache, name, path, installed.get(path), pins.get(path),
+        _plan_item(library, store, work_cache, name, path, installed.get(path), pins.get(path),
                    collection)
         for path in sorted(set(installed) | set(collection.items))
     ]
@@ -164,6 +174,7 @@ def _work_hash(
 
 def _plan_item(
     library: Library,
+    store: GitStore,
     cache: WorkTreeCache,
     source: str,
     path: str,
@@ -184,10 +195,11 @@ def _plan_item(
         work_tree != committed or (pin is not None and work_digest != pin))
     up_digest = upstream.digest if upstream else None
 
-    def planned(action: Action, reason: str, edit: bool = local_edit) -> PlannedItem:
+    def planned(action: Action, reason: str, edit: bool = local_edit,
+                merge: MergeOutcome | None = None) -> PlannedItem:
         return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, action,
                            pin, up_digest, work_digest, edit, reason,
-                           upstream.tree.decode() if upstream else None)
+                           upstream.tree.decode() if upstream else None, merge)
 
     if installed is None:
         assert upstream is not None
@@ -214,7 +226,15 @@ def _plan_item(
                                                        if missing else ""))
     if work_tree == upstream.tree:
         return planned("update", "changed upstream (the local edit already matches)", False)
-    return planned("conflict", "local edit, changed upstream")
+    assert committed is not None
+    if work == "special":
+        return planned("conflict", "local edit, changed upstream (a link or special file in "
+                       "the work tree: no merge)")
+    outcome = plan_merge(library, store, library_path, committed, pin, upstream.tree)
+    if outcome.clean:
+        return planned("merge", outcome.summary(), merge=outcome)
+    return planned("conflict", "local edit, changed upstream: " + outcome.summary(),
+                   merge=outcome)
 
 
 def skip_warnings(plans: Iterable[SourcePlan]) -> Iterable[str]:

@@ -7,10 +7,11 @@
    at its newest release tag and verified, and after planning the plan is checked against
    the release's statement (``librarian.sources.releases``; a refusal is exit 4).
 3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
-   keep (a local edit to an item upstream did not change is kept), conflict
-   (``librarian.sources.plan``).
-4. Conflicts refuse the update (exit 3) unless ``--force``, which first backs up every
-   local edit it overwrites (``librarian.sources.backups``).
+   keep (a local edit to an item upstream did not change is kept), merge (a local edit to
+   an item upstream changed, merged file by file), conflict (``librarian.sources.plan``).
+4. Conflicts refuse the update (exit 3) unless ``--force``; every local edit the update
+   overwrites (``--force``) or rewrites (a merge) is backed up first
+   (``librarian.sources.backups``).
 5. One journaled transaction (``Transaction.commit_tree``): the new collection tree is built
    from the fetched tree objects (unchanged items are reused by id), changed items are
    staged and verified against the plan, swapped in with renames, ``librarian.lock`` is
@@ -93,9 +94,10 @@ class UpdateConflict(ConflictError):
         super().__init__(
             f"update refused: {len(conflicts)} conflict(s) with local edits, nothing was "
             f"changed: {listed}",
-            hint="keep your edit elsewhere (`librarian retain` a copy under a new name) or "
-            "rerun with --force: local edits are backed up first and can be restored; "
-            "`librarian update --dry-run` shows the whole plan",
+            hint="make the listed lines of your edit agree with upstream (or undo them) and "
+            "update again, keep your edit elsewhere (`librarian retain` a copy under a new "
+            "name), or rerun with --force: local edits are backed up first and can be "
+            "restored; `librarian update --dry-run` shows the whole plan",
             details={"plans": plans},
         )
         self.plans = plans
@@ -193,7 +195,9 @@ def _fetch_plan_apply(
     if conflicts and not force:
         raise UpdateConflict(plans)
     tx.check_unmodified(FileChange(LOCK_FILE, None))
-    backups = _back_up_conflicts(library, store, tx.base.commit, plans) if conflicts else ()
+    # Every edit the work tree is about to lose (a --force overwrite) or see rewritten (a
+    # merge) is saved first, so the original edit survives any crash from here on.
+    backups = _back_up_edits(library, store, tx.base.commit, plans)
     crash_point("update-after-backup")
     resolved = tuple(_resolve_conflicts(p) for p in plans)
     keep_release_tags(store, releases)
@@ -227,12 +231,12 @@ def _uncommitted_config_note(snapshot: Snapshot) -> tuple[str, ...]:
             "and policy; commit the edit for it to take effect",)
 
 
-def _back_up_conflicts(
+def _back_up_edits(
     library: Library, store: GitStore, base: ObjectId | None, plans: Sequence[SourcePlan]
 ) -> tuple[Backup, ...]:
     backups = []
     for plan in plans:
-        paths = [c.library_path for c in plan.conflicts]
+        paths = [c.library_path for c in (*plan.conflicts, *plan.merges)]
         if paths:
             backup = back_up(library, store, base, plan.source, paths, f"update {plan.source}")
             if backup is not None:
@@ -257,6 +261,8 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
 def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup],
             releases: Mapping[str, VerifiedRelease]) -> str:
     store = tx.store
+    merged = _write_merged(store, plans)  # first: flush drops whatever else is staged
+    crash_point("update-after-merge")
     new_locked = dict(tx.base.lock)
     root = tx.base.tree
     pairs: list[tuple[str, str]] = []
@@ -271,11 +277,13 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
         pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
             tree = upstream_trees.get(item.path)
-            tx.put_tree(item.library_path, tree, item.upstream if tree is not None else None)
+            tx.put_tree(item.library_path, tree, item.upstream if tree is not None else None,
+                        work=merged.get(item.library_path))
             pairs.append(("Item", item.library_path))
         counts = plan.counts()
         summaries.append(f"{plan.source} ({counts['add']} added, {counts['update']} updated, "
-                         f"{counts['remove']} removed)")
+                         + (f"{counts['merge']} merged, " if counts["merge"] else "")
+                         + f"{counts['remove']} removed)")
     lock_data = dump_lock(new_locked)
     root = store.with_path(root, LOCK_FILE, TreeEntry(MODE_FILE, store.blob(lock_data)))
     tx.put_file(LOCK_FILE, lock_data)
@@ -283,6 +291,20 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
     result = tx.commit_tree(root, "update " + ", ".join(summaries), trailers(
         "update", *pairs, backup=[b.ref for b in backups]))
     return result.commit
+
+
+def _write_merged(store: GitStore, plans: Sequence[SourcePlan]) -> dict[str, ObjectId]:
+    """library path -> tree of the merged work-tree content of every merged item, written
+    and fsynced before the commit: the journal names them, so that a roll-forward after a
+    crash rebuilds the merge, never the bare upstream version."""
+    out = {}
+    for plan in plans:
+        for item in plan.merges:
+            assert item.merge is not None and item.merge.merged is not None
+            tree = store.files_tree(item.merge.merged)
+            store.flush(tree)
+            out[item.library_path] = tree
+    return out
 
 
 def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:

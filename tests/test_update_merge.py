@@ -16,12 +16,16 @@ from helpers import (
     head,
     requires_git,
     run_main,
+    skill_md,
     trailers,
     tree_snapshot,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sources_helpers import MODE_EXEC, MODE_FILE, Upstream
 
 from librarian.formats.config import load_lock
+from librarian.store.merge import FileVersion, merge_files
 
 Cap = pytest.CaptureFixture[str]
 
@@ -330,3 +334,88 @@ def test_an_edit_committed_with_git_is_not_merged_over_the_wrong_base(
     upstream.commit("two")
     line = _assert_refused_unchanged(capsys, library)
     assert "local edit committed with git" in line
+
+
+# -- the whole update against the pure merge ------------------------------------------------
+
+_LINES = [f"Line {c}." for c in "abcdefgh"]
+_body_edit = st.lists(st.tuples(st.sampled_from(["replace", "insert", "delete"]),
+                                st.integers(0, 7), st.sampled_from(["X.", "Y.", "Line a."])),
+                      max_size=3)
+
+
+def _apply(lines: list[str], edits: list[tuple[str, int, str]]) -> list[str]:
+    out = list(lines)
+    for op, at, text in edits:
+        at = min(at, len(out))
+        if op == "insert":
+            out.insert(at, text)
+        elif out:
+            out[min(at, len(out) - 1):min(at, len(out) - 1) + 1] = (
+                [text] if op == "replace" else [])
+    return out
+
+
+def _item(body: list[str], notes: bytes | None, mode: int) -> dict[str, FileVersion]:
+    files = {"SKILL.md": FileVersion(MODE_FILE, skill_md("pdf", body="".join(
+        line + "\n" for line in body)))}
+    if notes is not None:
+        files["notes.md"] = FileVersion(mode, notes)
+    return files
+
+
+_notes = st.sampled_from([None, b"notes\n", b"notes v2\n", b"\0binary\n"])
+
+
+# each example is a real library and two updates (~0.5 s, mostly fsync): a dozen of them
+@settings(max_examples=12, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ours_edit=_body_edit, theirs_edit=_body_edit, ours_notes=_notes, theirs_notes=_notes,
+       ours_mode=st.sampled_from([MODE_FILE, MODE_EXEC]),
+       theirs_mode=st.sampled_from([MODE_FILE, MODE_EXEC]))
+def test_update_leaves_exactly_the_merge_or_nothing(
+    tmp_path_factory: pytest.TempPathFactory, capsys: Cap, ours_edit: list[tuple[str, int, str]],
+    theirs_edit: list[tuple[str, int, str]], ours_notes: bytes | None,
+    theirs_notes: bytes | None, ours_mode: int, theirs_mode: int,
+) -> None:
+    """Whatever the two edits: either the commit is upstream and the work tree is exactly
+    the pure merge of the three versions, or (a conflict) nothing changed; never a marker."""
+    from librarian.ops.create import init_library
+
+    root = tmp_path_factory.mktemp("e2e")
+    library = root / "lib"
+    init_library(library, "e2e-lib")
+    up = Upstream(root / "up.git")
+    base = _item(_LINES, b"notes\n", MODE_FILE)
+    theirs = _item(_apply(_LINES, theirs_edit), theirs_notes, theirs_mode)
+    ours = _item(_apply(_LINES, ours_edit), ours_notes, ours_mode)
+    for name, version in base.items():
+        up.put(f"skills/pdf/{name}", version.data, version.mode)
+    up.commit("base")
+    assert lib(capsys, library, "source", "add", "team", up.url).code == 0
+    assert lib(capsys, library, "update").code == 0
+    work = library / ITEM
+    for name in base:
+        (work / name).unlink()
+    for name, version in ours.items():
+        (work / name).write_bytes(version.data)
+        (work / name).chmod(0o755 if version.mode == MODE_EXEC else 0o644)
+    up.remove("skills/pdf")
+    for name, version in theirs.items():
+        up.put(f"skills/pdf/{name}", version.data, version.mode)
+    up.commit("theirs")
+    before_head, before = head(library), tree_snapshot(library)
+    result = lib(capsys, library, "update", "--json")
+    expected = merge_files(base, ours, theirs)
+    if expected.files is None:
+        assert result.code == 3, result.out + result.err
+        assert head(library) == before_head and tree_snapshot(library) == before
+    else:
+        assert result.code == 0, result.err
+        on_disk = {p.name: FileVersion(MODE_EXEC if p.stat().st_mode & 0o100 else MODE_FILE,
+                                       p.read_bytes()) for p in work.iterdir()}
+        assert on_disk == dict(expected.files)
+        if GIT and theirs != base:
+            for name, version in theirs.items():
+                assert committed(library, name) == version.data
+    no_markers(library)

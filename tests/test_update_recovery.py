@@ -3,6 +3,7 @@ before or exactly after the update, and no local edit is lost."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 from pathlib import Path
@@ -199,3 +200,20 @@ def test_roll_forward_without_the_stage_rebuilds_the_merge(tmp_path: Path, capsy
     assert run_process("--library", str(library), "recover").returncode == 0
     text = (library / "sources" / "team" / "skills" / "pdf" / "SKILL.md").read_text()
     assert "Step 2, my way." in text and "Step 7, upstream's way." in text
+
+
+@pytest.mark.parametrize("work", [{"1": "a" * 40}, {"0": "not-a-tree"}, {"x": "a" * 40},
+                                  ["a" * 40]])
+def test_a_forged_work_tree_in_the_journal_is_refused(tmp_path: Path, capsys: Cap,
+                                                      work: object) -> None:
+    """The journal's `work` (the merged tree of a slot) is checked like its other fields:
+    a slot that is not one of the paths, or a value that is not a tree id, is exit 2."""
+    library, edited = _prepare_merge(tmp_path, capsys)
+    journal = {"tx": "0123456789ab", "branch": "refs/heads/main", "base": None,
+               "new": "0" * 40, "paths": ["sources/team/skills/pdf"], "work": work}
+    (library / ".git" / "librarian" / "journal.json").write_text(json.dumps(journal))
+    before = tree_snapshot(library)
+    result = run_process("--library", str(library), "recover")
+    assert result.returncode == 2 and "journal.json" in result.stderr
+    assert tree_snapshot(library) == before
+    assert (library / "sources/team/skills/pdf/SKILL.md").read_bytes() == edited

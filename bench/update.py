@@ -11,7 +11,9 @@ processes on the same machine:
 - ``git fetch`` + ``git checkout`` of the fetched commit in the clone.
 
 Prints the medians and their ratio, then ``librarian update`` with 1 and 10× the changed
-items, to show that the work follows the number of changed items, not the collection's size.
+items, to show that the work follows the number of changed items, not the collection's size,
+and last ``librarian update`` when the ``--changed`` items also carry a local edit (in
+another part of SKILL.md), so that each is merged three ways (spec §6.3).
 Never part of the test suite. Needs the git binary.
 """
 
@@ -76,6 +78,14 @@ def change_upstream(upstream: Path, items: int, changed: int, revision: int) -> 
     run(["git", "commit", "-q", "-m", f"revision {revision}"], upstream)
 
 
+def edit_locally(library: Path, items: int, changed: int) -> None:
+    """A local edit to the heading of each item ``change_upstream`` changes: a merge."""
+    step = max(1, items // changed)
+    for number in range(0, step * changed, step):
+        path = library / "sources" / "team" / "skills" / f"skill-{number % items:05d}" / "SKILL.md"
+        path.write_text(path.read_text().replace("# Steps\n", "# Steps (local note)\n"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=1000)
@@ -129,6 +139,14 @@ def main() -> None:
                 samples.append(timed([LIBRARIAN + ["--library", str(library), "update"]], work))
             print(f"  librarian update, {changed:4d} changed: "
                   f"{statistics.median(samples) * 1000:8.1f} ms")
+        edit_locally(library, args.items, args.changed)
+        samples = []
+        for _ in range(args.runs):
+            revision += 1
+            change_upstream(upstream, args.items, args.changed, revision)
+            samples.append(timed([LIBRARIAN + ["--library", str(library), "update"]], work))
+        print(f"  librarian update, {args.changed:4d} changed and edited locally (merged): "
+              f"{statistics.median(samples) * 1000:8.1f} ms")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

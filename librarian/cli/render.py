@@ -221,6 +221,10 @@ def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
     from librarian.content.patch import tree_diff
     from librarian.store.merge import describe_hunk
 
+    if not merge.clean and item.action != "conflict":  # --force took upstream's side
+        return [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+                f"{len(merge.conflicts)} file(s) conflicted; overwritten after a backup "
+                "(--force)"]
     if not merge.clean:
         lines = [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
                  f"{len(merge.conflicts)} file(s) conflict"]

@@ -1,10 +1,11 @@
-"""The shared-library part of ``demo``: subscribe, update, edit, conflict, resolve.
+"""The shared-library part of ``demo``: subscribe, update, edit, merge, conflict, resolve.
 
 Builds a team's library beside the demo library (a librarian library is a git repository
 any other library can subscribe to), then walks through ``source add``, ``update``, a local
-edit to a managed skill, an upstream change that conflicts with it, and ``update --force``
-with its backup. Each step calls the library function the command line calls and renders
-it as the command line does.
+edit to a managed skill and an upstream change to other lines (merged three ways), then
+edits that overlap (a conflict, with its hunk) and ``update --force`` with its backup. Each
+step calls the library function the command line calls and renders it as the command line
+does.
 """
 
 from __future__ import annotations
@@ -51,19 +52,37 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         "librarian update", update_report_text(update(library))))
 
     managed = library.path_of(f"sources/{SOURCE}/skills/commit-message/SKILL.md")
+    managed.write_text(managed.read_text(encoding="utf-8").replace(
+        "at most 72 characters", "at most 50 characters"), encoding="utf-8")
+    steps.append(DemoStep(
+        "Edit the managed skill team:commit-message locally (the local commit-message "
+        "skill is a different item): the team wants 50-character subjects",
+        f"sed -i 's/at most 72 characters/at most 50 characters/' {managed}", ""))
+    _publish_upstream_change(shared, "5. Keep unrelated changes in separate commits.")
+    steps.append(DemoStep("Meanwhile the team adds a step to the same skill upstream",
+                          f"(in {shared_root}) librarian revise commit-message …",
+                          "skills/commit-message revised upstream"))
+    steps.append(DemoStep(
+        "Different lines: the update merges them, file by file, three ways, as git would",
+        "librarian update --dry-run --diff",
+        update_report_text(update(library, dry_run=True), diff=True)))
+    steps.append(DemoStep(
+        "Update: HEAD and the lock take upstream's version; the merged file stays in the "
+        "work tree as your local edit (status: modified), and the edit is backed up first",
+        "librarian update", update_report_text(update(library))))
+
     with managed.open("a", encoding="utf-8") as handle:
         handle.write("6. Our team also writes the ticket number in the subject.\n")
     steps.append(DemoStep(
-        "Edit the managed skill team:commit-message locally (the local commit-message "
-        "skill is a different item)",
+        "Edit the same skill again, at its end",
         f"echo '6. Our team also writes the ticket number…' >> {managed}", ""))
 
-    _publish_upstream_change(shared)
-    steps.append(DemoStep("Meanwhile the team changes the same skill upstream",
+    _publish_upstream_change(shared, "6. Wrap the body at 72 columns.")
+    steps.append(DemoStep("Meanwhile the team changes the same lines upstream",
                           f"(in {shared_root}) librarian revise commit-message …",
                           "skills/commit-message revised upstream"))
     plan = update_report_text(update(library, dry_run=True))
-    steps.append(DemoStep("See the plan first: the local edit and the upstream change conflict",
+    steps.append(DemoStep("See the plan first: the two edits overlap, a conflict with its hunk",
                           "librarian update --dry-run", plan))
     try:
         update(library)
@@ -79,11 +98,12 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     return steps
 
 
-def _publish_upstream_change(shared: Library) -> None:
-    """What ``revise`` does upstream: one commit with a new revision of the skill."""
+def _publish_upstream_change(shared: Library, line: str) -> None:
+    """What ``revise`` does upstream: one commit with a new revision of the skill, ``line``
+    appended to its SKILL.md."""
     path = "skills/commit-message"
     with Transaction(shared) as tx:
-        files = [ItemFile(f.path, f.executable, f.data + b"\n7. Wrap the body at 72 columns.\n")
+        files = [ItemFile(f.path, f.executable, f.data + line.encode() + b"\n")
                  if f.path == "SKILL.md" else f for f in tx.base.files(tx.base.find(path))]
         tx.put_dir(path, tuple(files))
         tx.commit("revise skill commit-message", trailers("revise", item=path))

@@ -419,3 +419,16 @@ def test_update_leaves_exactly_the_merge_or_nothing(
             for name, version in theirs.items():
                 assert committed(library, name) == version.data
     no_markers(library)
+
+
+def test_a_link_in_the_edited_item_is_a_conflict_not_a_merge(
+    installed: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    """A symlink or special file in the work tree is never read or merged."""
+    library = installed
+    edit(library, "SKILL.md", "Step 2: do part 2.\n", "Step 2: mine.\n")
+    (library / ITEM / "elsewhere").symlink_to("/etc/hostname")
+    upstream_skill(upstream, "Step 9: do part 9.\n", "Step 9: theirs.\n")
+    upstream.commit("two")
+    line = _assert_refused_unchanged(capsys, library)
+    assert "team:pdf" in line and "no merge" in line

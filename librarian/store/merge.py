@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from dulwich.merge import make_merge3
-
 #: git's ``FIRST_FEW_BYTES``: how far ``buffer_is_binary`` looks for a NUL
 BINARY_PROBE = 8000
 
@@ -172,6 +170,10 @@ def _merge_data(path: str, base: FileVersion | None, ours: bytes, theirs: bytes,
 
 def merge_lines(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, tuple[Hunk, ...]]:
     """The line merge of three texts: (merged bytes, ()) or (b"", the conflicting hunks)."""
+    # Imported on first use: dulwich.merge and merge3 cost ~5 ms, which only an update
+    # that actually line-merges a file should pay (inspect and `source` import this module).
+    from dulwich.merge import make_merge3
+
     z, a, b = split_lines(base), split_lines(ours), split_lines(theirs)
     out: list[bytes] = []
     hunks: list[Hunk] = []

@@ -217,3 +217,35 @@ def test_a_forged_work_tree_in_the_journal_is_refused(tmp_path: Path, capsys: Ca
     assert result.returncode == 2 and "journal.json" in result.stderr
     assert tree_snapshot(library) == before
     assert (library / "sources/team/skills/pdf/SKILL.md").read_bytes() == edited
+
+
+@pytest.mark.parametrize("swapped", [1, 2])
+def test_killed_in_the_middle_of_a_merging_swap_rolls_forward(
+    tmp_path: Path, capsys: Cap, swapped: int
+) -> None:
+    """Killed between the renames of the swap (some items in place, some not): recovery
+    finishes it, the merged edit in place, exactly as a completed update."""
+    library, _ = _prepare_merge(tmp_path, capsys)
+    reference = tmp_path / "reference"
+    shutil.copytree(library, reference, symlinks=True)
+    assert run_process("--library", str(reference), "update").returncode == 0
+    killed = run_process("--library", str(library), "update",
+                         env={"LIBRARIAN_CRASH_AT": "after-cas"})
+    assert killed.returncode == -signal.SIGKILL
+    state = library / ".git" / "librarian"
+    journal = json.loads((state / "journal.json").read_text())
+    stage, trash = state / "stage" / journal["tx"], state / "trash" / journal["tx"]
+    trash.mkdir(parents=True)
+    # what swap_in had done when killed: the first paths renamed, in its order
+    for number, path in list(enumerate(journal["paths"]))[:swapped]:
+        target = library / path
+        if target.exists():
+            target.rename(trash / str(number))
+        if (stage / str(number)).exists():
+            (stage / str(number)).rename(target)
+    assert run_process("--library", str(library), "recover").returncode == 0
+    assert tree_snapshot(library) == tree_snapshot(reference)
+    if GIT is not None:
+        assert set(git_text(library, "status", "--porcelain", "--untracked-files=all")
+                   .splitlines()) == {" M sources/team/skills/pdf/SKILL.md",
+                                      "?? sources/team/skills/pdf/mine.md"}

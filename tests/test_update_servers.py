@@ -181,7 +181,7 @@ def test_dulwich_refusing_a_url_is_a_usage_error(
     def refuse(*args: object, **kwargs: object) -> None:
         raise getattr(dulwich.client, error)("-oProxyCommand=true")
 
-    monkeypatch.setattr(gitremote, "_fetch_pack", refuse)
+    monkeypatch.setattr(gitremote, "transfer", refuse)
     with Library(library).store() as store, pytest.raises(UsageError) as raised:
         gitremote.fetch_ref(store, "ssh://example.org/x.git", "main",
                             into=b"refs/librarian/sources/x", have=None)

@@ -6,20 +6,16 @@ Nothing outside these two modules (and ``gitindex``) imports dulwich.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from dulwich.objects import Commit, ObjectID, ShaFile, Tree
+from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
-from dulwich.repo import Repo
 
-from librarian.core.fsutil import fsync_dir
 from librarian.errors import ConflictError, LibrarianError, UsageError
 from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.transfer import transfer
 
 SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
 SCHEMES = frozenset({"file", "git", "http", "https", *SSH_SCHEMES})  # what dulwich speaks
@@ -168,16 +164,18 @@ def fetch_ref(
     progress: Callable[[str], None] | None = None,
 ) -> FetchResult:
     """Fetch ``ref`` of the repository at ``url`` into this object store and point the local
-    ref ``into`` at it. Only ``have`` (the previously fetched upstream commit) is offered as
-    common history, so the server walks just the difference, never the library's own
-    history. Every dulwich/transport failure becomes a LibrarianError with the URL's
-    credentials stripped: exit 2 for a bad URL, a missing repository or ref; exit 3 when the
-    server cannot be reached."""
+    ref ``into`` at it: the tip only (depth 1), with ``have`` (the previously fetched
+    upstream commit) offered as what the library holds, so the transfer follows the change,
+    never the upstream's or the library's history (``transfer``). Every dulwich/transport
+    failure becomes a LibrarianError with the URL's credentials stripped: exit 2 for a bad
+    URL, a missing repository or ref, or an incomplete upstream; exit 3 when the server
+    cannot be reached."""
     from dulwich.client import (
         HTTPProxyUnauthorized,
         HTTPUnauthorized,
         StrangeHostname,
         TransportNotAllowed,
+        get_transport_and_path,
     )
     from dulwich.errors import GitProtocolError, NotGitRepository
 
@@ -196,7 +194,10 @@ def fetch_ref(
         return []
 
     try:
-        result = _fetch_pack(store, url, determine_wants, have, _Progress(progress))
+        client, path = get_transport_and_path(url, quiet=progress is None)
+        result = transfer(store, client, path, determine_wants, have, _Progress(progress))
+    except LibrarianError:
+        raise
     except (NotGitRepository, HTTPUnauthorized, HTTPProxyUnauthorized) as exc:
         raise UsageError(f"cannot fetch {shown}: {_reason(exc, url)}",
                          hint="check the URL (and that the repository exists)") from None
@@ -223,141 +224,6 @@ def fetch_ref(
     if old != commit:
         store.set_ref(into, old, commit, b"librarian: fetch " + shown.encode())
     return FetchResult(commit, found["ref"], result.fetched)
-
-
-@dataclass(frozen=True)
-class _PackResult:
-    refs: Mapping[bytes, bytes]
-    fetched: bool
-
-
-def _fetch_pack(
-    store: GitStore,
-    url: str,
-    determine_wants: Callable[..., list[ObjectID]],
-    have: ObjectId | None,
-    progress: _Progress,
-) -> _PackResult:
-    from tempfile import SpooledTemporaryFile
-
-    from dulwich.client import LocalGitClient, get_transport_and_path
-    from dulwich.object_store import ObjectStoreGraphWalker
-
-    client, path = get_transport_and_path(url, quiet=progress.callback is None)
-    object_store = store.dulwich_repo.object_store
-    heads = [ObjectID(have)] if have is not None and ObjectID(have) in object_store else []
-    packs_before = _pack_files(store)
-    if isinstance(client, LocalGitClient):
-        local = _fetch_local(store, path, determine_wants)
-        _fsync_new_packs(store, packs_before)
-        return local
-
-    def parents(sha: ObjectID) -> list[ObjectID]:
-        obj = object_store[sha]
-        return list(obj.parents) if isinstance(obj, Commit) else []
-
-    walker = ObjectStoreGraphWalker(heads, parents)
-    spool = SpooledTemporaryFile(max_size=32 * 1024 * 1024, prefix="incoming-",
-                                 dir=str(object_store.path))
-    try:
-        def write(data: bytes) -> int:
-            return spool.write(data)
-
-        result = client.fetch_pack(path, determine_wants, walker, write, progress=progress)
-        fetched = spool.tell() > 32  # an empty pack is a 12-byte header and a checksum
-        if fetched:
-            spool.seek(0)
-            object_store.add_thin_pack(spool.read, None)
-            _fsync_new_packs(store, packs_before)
-    finally:
-        spool.close()
-    refs = {bytes(k): bytes(v) for k, v in (result.refs or {}).items() if v is not None}
-    return _PackResult(refs, fetched)
-
-
-def _fetch_local(
-    store: GitStore, path: str, determine_wants: Callable[..., list[ObjectID]]
-) -> _PackResult:
-    """Fetch from a repository on this machine by diffing trees: only the objects of the
-    commits after ``have`` that are not already here are read and copied, so the cost
-    follows the upstream change, not the size of the upstream repository (dulwich's own
-    local fetch unpacks every object of the source pack to pick a subset). The commits
-    already here (the previous fetch) bound the walk."""
-    from dulwich.errors import NotGitRepository
-    from dulwich.objects import Tag
-
-    try:
-        source = Repo(path)
-    except (NotGitRepository, FileNotFoundError, NotADirectoryError):
-        raise NotGitRepository(f"No git repository was found at {path}") from None
-    with source:
-        refs = {bytes(k): bytes(v) for k, v in source.get_refs().items()}
-        wants = determine_wants({Ref(k): ObjectID(v) for k, v in refs.items()})
-        target = store.dulwich_repo.object_store
-        copied: dict[bytes, ShaFile] = {}
-
-        def present(sha: bytes) -> bool:
-            return sha in copied or ObjectID(sha) in target
-
-        def copy_tree(new: bytes, old: bytes | None) -> None:
-            if present(new):
-                return
-            tree = source[ObjectID(new)]
-            assert isinstance(tree, Tree)
-            copied[new] = tree
-            old_tree = source[ObjectID(old)] if old is not None else None
-            previous = ({bytes(e.path): (e.mode, bytes(e.sha)) for e in old_tree.iteritems()}
-                        if isinstance(old_tree, Tree) else {})
-            for entry in tree.iteritems():
-                sha, mode = bytes(entry.sha), entry.mode
-                before = previous.get(bytes(entry.path))
-                if before is not None and before[1] == sha:
-                    continue
-                if stat.S_ISDIR(mode):
-                    base = before[1] if before and stat.S_ISDIR(before[0]) else None
-                    copy_tree(sha, base)
-                elif mode != 0o160000 and not present(sha):  # a submodule's commit is not here
-                    copied[sha] = source[ObjectID(sha)]
-
-        stack = [bytes(w) for w in wants]
-        while stack:
-            sha = stack.pop()
-            if present(sha):
-                continue
-            obj = source[ObjectID(sha)]
-            copied[sha] = obj
-            if isinstance(obj, Tag):
-                stack.append(bytes(obj.object[1]))
-            elif isinstance(obj, Commit):
-                parents = [bytes(p) for p in obj.parents]
-                parent = source[ObjectID(parents[0])] if parents else None
-                base = bytes(parent.tree) if isinstance(parent, Commit) else None
-                # entries equal to the parent's are here already, or come with the parent
-                copy_tree(bytes(obj.tree), base)
-                stack.extend(parents)
-        if copied:
-            target.add_objects([(obj, None) for obj in copied.values()])
-    return _PackResult(refs, bool(copied))
-
-
-def _pack_files(store: GitStore) -> set[str]:
-    pack_dir = Path(str(store.dulwich_repo.object_store.path)) / "pack"
-    try:
-        return {p.name for p in pack_dir.iterdir()}
-    except FileNotFoundError:
-        return set()
-
-
-def _fsync_new_packs(store: GitStore, before: set[str]) -> None:
-    """Fetched packs must be on disk before a ref names what they hold."""
-    pack_dir = Path(str(store.dulwich_repo.object_store.path)) / "pack"
-    for name in sorted(_pack_files(store) - before):
-        fd = os.open(pack_dir / name, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    fsync_dir(pack_dir)
 
 
 def _peel(store: GitStore, sha: bytes, shown: str, ref: str) -> ObjectId:

@@ -1,0 +1,282 @@
+"""Bringing a source's objects into the library: one pack, negotiated by dulwich.
+
+Every fetch asks for the tip only (depth 1) and offers the previously fetched commit as
+the one thing the library has, so the first fetch of a source costs its tip's tree, not
+its history, and a later one what changed since. A git server (git://, http(s)://, ssh)
+negotiates with dulwich's client as ``git fetch --depth=1`` would, told of the library's
+shallow boundary; a repository on this machine is read with dulwich's own
+``MissingObjectFinder`` (dulwich's local transport drops the haves of a shallow request
+and would resend the whole tip). A server without shallow support is fetched in full.
+
+The pack is received into an unnamed spool, indexed into ``objects/pack`` and checked:
+every object it holds must name objects that are in the library (a commit's parents
+unless it is a new shallow boundary). Only then are the shallow boundary and, by the
+caller, the ref written; a fetch that fails for any reason removes every file it created,
+so the object store is byte-identical to before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from tempfile import SpooledTemporaryFile
+from typing import IO, Any
+
+from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
+from dulwich.objects import Commit, ObjectID, ShaFile, Tag, Tree
+from dulwich.pack import Pack, write_pack_from_container
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from librarian.core.fsutil import fsync_dir
+from librarian.errors import UsageError
+
+from .gitstore import GitStore, ObjectId
+
+DetermineWants = Callable[..., list[ObjectID]]
+ProgressBytes = Callable[[bytes], None]
+_SPOOL_BYTES = 32 * 1024 * 1024
+_EMPTY_PACK = 32  # an empty pack is a 12-byte header and a 20-byte checksum
+_GITLINK = 0o160000
+
+
+@dataclass(frozen=True)
+class Transfer:
+    refs: Mapping[bytes, bytes]  # every ref the source advertised
+    fetched: bool  # whether any object was received
+
+
+class IncompleteSource(UsageError):
+    """The source's objects do not add up (an object it names was not sent)."""
+
+
+def transfer(
+    store: GitStore,
+    client: Any,
+    path: str,
+    determine_wants: DetermineWants,
+    have: ObjectId | None,
+    progress: ProgressBytes | None,
+) -> Transfer:
+    """Fetch what ``determine_wants`` picks from ``client``/``path`` into ``store``."""
+    from dulwich.client import LocalGitClient
+
+    repo = store.dulwich_repo
+    if have is not None and ObjectID(have) not in repo.object_store:
+        have = None
+    before = _object_files(store)
+    spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES, prefix="incoming-",
+                                 dir=str(repo.object_store.path))
+    try:
+        if isinstance(client, LocalGitClient):
+            try:
+                refs, shallow = _local_pack(path, determine_wants, have, spool, progress)
+            except KeyError as exc:
+                raise IncompleteSource(
+                    f"the repository at {path} lacks object {_shown(exc)}, which it names",
+                    hint="the upstream repository is damaged or incomplete; nothing was "
+                    "changed") from None
+        else:
+            refs, shallow = _remote_pack(store, client, path, determine_wants, have, spool,
+                                         progress)
+        fetched = spool.tell() > _EMPTY_PACK
+        if fetched:
+            spool.seek(0)
+            try:
+                pack = repo.object_store.add_thin_pack(spool.read, None)
+            except KeyError as exc:  # a delta against an object the library lacks
+                raise IncompleteSource(
+                    f"the source sent a delta against {_shown(exc)}, which the library "
+                    "does not hold", hint="try again; nothing was changed") from None
+            try:
+                _check_closed(store, pack, shallow)
+            finally:
+                pack.close()
+            _fsync_new_packs(store, before)
+            if shallow:
+                repo.update_shallow({ObjectID(s) for s in shallow}, None)
+    except BaseException:
+        _remove_new_files(store, before)
+        raise
+    finally:
+        spool.close()
+    return Transfer(refs, fetched)
+
+
+def _local_pack(
+    path: str,
+    determine_wants: DetermineWants,
+    have: ObjectId | None,
+    spool: IO[bytes],
+    progress: ProgressBytes | None,
+) -> tuple[dict[bytes, bytes], set[bytes]]:
+    """Depth 1 from a repository on this machine: the wanted tips and the objects of their
+    trees that the previous tip's tree does not hold."""
+    from dulwich.errors import NotGitRepository
+
+    try:
+        source = Repo(path)
+    except (NotGitRepository, FileNotFoundError, NotADirectoryError):
+        raise NotGitRepository(f"No git repository was found at {path}") from None
+    with closing(source):
+        refs = {bytes(k): bytes(v) for k, v in source.get_refs().items()}
+        wants = determine_wants({Ref(k): ObjectID(v) for k, v in refs.items()}, 1)
+        if not wants:
+            return refs, set()
+        objects = source.object_store
+        tips = _peeled_commits(objects, wants)
+        # Depth 1: the tips are shallow, so no history is walked (and no commit-graph read).
+        finder = MissingObjectFinder(objects, haves=[], wants=[*wants, *tips],
+                                     shallow=set(tips), progress=progress)
+        known = _tree_objects(objects, have)
+        finder.remote_has.update(known)  # what the constructor does for a common commit
+        finder.sha_done.update(known)
+        object_ids = list(finder)
+        write_pack_from_container(spool, objects, object_ids,
+                                  object_format=source.object_format,
+                                  other_haves=finder.get_remote_has())
+        shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
+    return refs, shallow
+
+
+def _remote_pack(
+    store: GitStore,
+    client: Any,
+    path: str,
+    determine_wants: DetermineWants,
+    have: ObjectId | None,
+    spool: Any,
+    progress: ProgressBytes | None,
+) -> tuple[dict[bytes, bytes], set[bytes]]:
+    """Depth 1 from a git server, offering ``have`` (and telling the server it is a shallow
+    boundary when it is one); in full when the server cannot do shallow fetches."""
+    from dulwich.errors import GitProtocolError
+
+    repo = store.dulwich_repo
+    boundary = repo.get_shallow()
+    heads = [ObjectID(have)] if have is not None else []
+
+    def parents(sha: ObjectID) -> list[ObjectID]:
+        if sha in boundary:
+            return []
+        obj = repo.object_store[sha]
+        if not isinstance(obj, Commit):
+            return []
+        return [p for p in obj.parents if p in repo.object_store]
+
+    def walker() -> ObjectStoreGraphWalker:
+        return ObjectStoreGraphWalker(heads, parents,
+                                      shallow={h for h in heads if h in boundary})
+
+    try:
+        result = client.fetch_pack(path, determine_wants, walker(), spool.write,
+                                   progress=progress, depth=1)
+    except GitProtocolError as exc:
+        if "shallow" not in str(exc) or spool.tell() or any(h in boundary for h in heads):
+            raise
+        result = client.fetch_pack(path, determine_wants, walker(), spool.write,
+                                   progress=progress)
+    refs = {bytes(k): bytes(v) for k, v in (result.refs or {}).items() if v is not None}
+    return refs, {bytes(s) for s in (result.new_shallow or ())}
+
+
+def _peeled_commits(objects: Any, wants: Iterable[ObjectID]) -> list[ObjectID]:
+    """The commits the wanted refs name (annotated tags peeled)."""
+    found = []
+    for want in wants:
+        obj = objects[want]
+        for _ in range(8):
+            if not isinstance(obj, Tag):
+                break
+            obj = objects[obj.object[1]]
+        if isinstance(obj, Commit):
+            found.append(obj.id)
+    return found
+
+
+def _tree_objects(objects: Any, have: ObjectId | None) -> set[ObjectID]:
+    """The previous tip and every object of its tree, which the library holds whole; empty
+    when the source no longer has them all (then the tip is sent whole)."""
+    if have is None or ObjectID(have) not in objects:
+        return set()
+    commit = objects[ObjectID(have)]
+    if not isinstance(commit, Commit):
+        return set()
+    try:
+        found: set[ObjectID] = objects.get_reachability_provider().get_tree_objects(
+            [commit.tree])
+    except KeyError:
+        return set()
+    return {commit.id, *found}
+
+
+def _shown(exc: KeyError) -> str:
+    key = exc.args[0] if exc.args else b"?"
+    return key.decode("ascii", "replace") if isinstance(key, bytes) else str(key)
+
+
+def _commit(objects: Any, sha: ObjectID) -> Commit:
+    obj = objects[sha]
+    assert isinstance(obj, Commit)
+    return obj
+
+
+def _check_closed(store: GitStore, pack: Pack, shallow: set[bytes]) -> None:
+    """Every object of the new pack names objects the library now holds. The library held
+    whole trees before (this check ran on every earlier fetch), so checking what the pack
+    names is checking the fetched tip."""
+    objects = store.dulwich_repo.object_store
+    for obj in pack.iterobjects():
+        for sha in _names(obj, shallow):
+            if ObjectID(sha) not in objects:
+                raise IncompleteSource(
+                    f"the source sent {obj.type_name.decode()} {obj.id.decode()} without "
+                    f"{sha.decode()}, which it names",
+                    hint="the upstream repository is damaged or incomplete; nothing was "
+                    "changed")
+
+
+def _names(obj: ShaFile, shallow: set[bytes]) -> Iterable[bytes]:
+    if isinstance(obj, Commit):
+        yield obj.tree
+        if obj.id not in shallow:
+            yield from obj.parents
+    elif isinstance(obj, Tree):
+        for entry in obj.iteritems():
+            if entry.mode != _GITLINK:
+                yield entry.sha
+    elif isinstance(obj, Tag):
+        yield obj.object[1]
+
+
+def _object_files(store: GitStore) -> set[str]:
+    """Every file directly in ``objects/`` (a ``tmp_pack_*`` while a pack is written) and in
+    ``objects/pack``."""
+    root = Path(str(store.dulwich_repo.object_store.path))
+    found: set[str] = set()
+    for directory in (root, root / "pack"):
+        try:
+            found.update(str(p) for p in directory.iterdir() if not p.is_dir())
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def _remove_new_files(store: GitStore, before: set[str]) -> None:
+    for name in sorted(_object_files(store) - before):
+        Path(name).unlink(missing_ok=True)
+
+
+def _fsync_new_packs(store: GitStore, before: set[str]) -> None:
+    """Fetched packs must be on disk before a ref names what they hold."""
+    pack_dir = Path(str(store.dulwich_repo.object_store.path)) / "pack"
+    for name in sorted(_object_files(store) - before):
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fsync_dir(pack_dir)

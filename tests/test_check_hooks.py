@@ -96,8 +96,13 @@ def test_check_finds_format_and_name_problems(
     write(stocked / "skills" / "stray.md", "not in an item directory\n")
     result = cli(capsys, stocked, "check", "--json")
     assert result.code == 2
-    problems = json.loads(result.out)["problems"]
-    assert any("does not match" in p for p in problems), problems
+    document = json.loads(result.out)
+    problems = document["problems"]
+    # a skill is named by its directory: a differing frontmatter name is a warning
+    assert not any("skills/wrong" in p for p in problems), problems
+    assert document["warnings"] == [
+        "skills/wrong/SKILL.md: nonconforming [name-directory]: name 'not-wrong' differs from "
+        "the directory 'wrong', which names the item"]
     assert any("recipes/skill-here" in p and "does not belong" in p for p in problems), problems
     assert any(p.startswith("skills/stray.md") for p in problems), problems
 

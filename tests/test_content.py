@@ -165,10 +165,19 @@ def test_refuses_secrets(skill_dir: Path) -> None:
     write(skill_dir, ".env", b"A=1\n")
     write(skill_dir, "scripts/config.sh", f"T={GITHUB_TOKEN}\n".encode())
     write(skill_dir, ".env.example", b"A=\n")
-    assert refusals(skill_dir) == (
+    write(skill_dir, "config/.env.local.example", b"A=\n")
+    assert tuple(shown(p) for p in refusals(skill_dir)) == (
         ".env: looks like a secret (.env file)",
         "scripts/config.sh: looks like a secret (GitHub token)",
     )
+
+
+def shown(problem: str) -> str:
+    """A secret refusal without the policy line it prints for the match."""
+    head, sep, paste = problem.partition("; if it is not one, allow exactly this match in "
+                                         "library.yaml: policy: {allowed_secrets: [sha256:")
+    assert not sep or len(paste) == 64 + 2, problem
+    return head
 
 
 def test_refuses_non_utf8_names(skill_dir: Path) -> None:
@@ -253,17 +262,27 @@ def test_kind_problems() -> None:
     assert invalid(nested) == ("holds neither SKILL.md nor recipe.yaml",)
 
 
-def test_name_must_match_directory() -> None:
-    assert invalid(item(), expected_name="other") == (
-        "name: 'my-skill' in SKILL.md does not match the directory name 'other'",
-    )
+def test_a_skill_is_named_by_its_directory() -> None:
+    content = validate_item(item(), POLICY, expected_name="other")
+    assert content.name == "other"
+    assert content.warnings == ("SKILL.md: nonconforming [name-directory]: name 'my-skill' "
+                                "differs from the directory 'other', which names the item",)
+    assert invalid(item(), Policy(conformance="strict"), expected_name="other") == (
+        content.warnings)
+    recipe = item(ItemFile("run.sh", True, b"#!/bin/sh\n"), manifest=RECIPE, kind="recipe.yaml")
+    assert invalid(recipe, expected_name="other") == (
+        "name: 'my-tool' in recipe.yaml does not match the directory name 'other'",)
 
 
-def test_bad_manifest_problems_name_the_file() -> None:
+def test_an_invalid_item_name_is_refused_whatever_the_policy() -> None:
     bad = b"---\nname: My_Skill\ndescription: d\n---\n"
     assert invalid(item(manifest=bad)) == (
-        "SKILL.md: name: 'My_Skill' may only hold a-z, 0-9 and '-'",
-    )
+        "the item name 'My_Skill' may only hold a-z, 0-9 and '-' (an item is named by its "
+        "directory: a-z, 0-9 and '-', at most 64)",)
+    content = validate_item(item(manifest=bad), POLICY, expected_name="my-skill")
+    assert [w.split("]")[0] for w in content.warnings] == [
+        "SKILL.md: nonconforming [name-lowercase", "SKILL.md: nonconforming [name-characters",
+        "SKILL.md: nonconforming [name-directory"]
 
 
 def test_unknown_frontmatter_keys_kept_and_warned() -> None:
@@ -308,7 +327,7 @@ def test_bounds_and_secrets_hold_for_content_from_anywhere() -> None:
     files = item(
         ItemFile("big", False, b"x" * 101), ItemFile("k.txt", False, GITHUB_TOKEN.encode())
     )
-    assert invalid(files, policy) == (
+    assert tuple(shown(p) for p in invalid(files, policy)) == (
         "big: is 101 bytes (the limit per file is 100)",
         "holds 3 files (the limit is 2)",
         f"holds {len(SKILL) + 101 + len(GITHUB_TOKEN)} bytes (the limit is 150)",
@@ -369,11 +388,14 @@ def test_load_single_file_refusals(tmp_path: Path) -> None:
         load_source(tmp_path / "missing.md", POLICY)
 
 
-def test_name_option_must_equal_manifest_name(skill_dir: Path) -> None:
+def test_name_option_names_the_item(skill_dir: Path) -> None:
+    content = load_source(skill_dir, POLICY, name="other-name")
+    assert content.name == "other-name"
+    assert [w.split(":")[1] for w in content.warnings] == [" nonconforming [name-directory]"]
     with pytest.raises(ValidationError) as info:
-        load_source(skill_dir, POLICY, name="other-name")
-    assert "'other-name' differs from 'my-skill' in SKILL.md" in info.value.message
-    assert info.value.hint is not None and "change 'name:' in SKILL.md" in info.value.hint
+        load_source(skill_dir, Policy(conformance="strict"), name="other-name")
+    assert "[name-directory]" in info.value.message
+    assert info.value.hint is not None and "conformance: strict" in info.value.hint
     with pytest.raises(UsageError, match="invalid name"):
         load_source(skill_dir, POLICY, name="Bad Name")
 

@@ -253,11 +253,15 @@ def test_inspect_shows_diagnostics_for_content_committed_with_plain_git(
     document = json.loads(cli(capsys, stocked, "inspect", "--verbose", "--json").out)
     items = {i["path"]: i for i in document["items"]}
     assert any("description" in d for d in items["skills/broken"]["diagnostics"])
-    assert any("does not match" in d for d in items["skills/misnamed"]["diagnostics"])
+    assert items["skills/misnamed"]["diagnostics"] == []
+    assert [w.split("]")[0] for w in items["skills/misnamed"]["warnings"]] == [
+        "SKILL.md: nonconforming [name-directory"]
     assert items["skills/alpha"]["diagnostics"] == []
     human = cli(capsys, stocked, "inspect", "--verbose")
     assert human.code == 0
     assert "problem:" in human.out and "description" in human.out
+    assert "warning: SKILL.md: nonconforming [name-directory]" in human.out
+    assert "nonconforming" not in cli(capsys, stocked, "inspect").out
 
 
 def test_inspect_never_creates_anything(

@@ -206,16 +206,32 @@ def test_large_item_is_written_as_a_pack(
     assert_git_consistent(library)
 
 
-def test_retain_name_option_must_match(
+def test_retain_name_option_names_the_item(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     src = make_skill(sources, "named")
     assert retain_cli(capsys, library, str(src), "--name", "named").code == 0
     other = make_skill(sources, "second")
-    before = library_state(library)
-    result = retain_cli(capsys, library, str(other), "--name", "different")
-    assert result.code == 2
-    assert library_state(library) == before
+    result = retain_cli(capsys, library, str(other), "--name", "different", "--json")
+    assert result.code == 0, result.err
+    assert result.json["path"] == "skills/different"
+    assert result.json["warnings"] == [
+        "SKILL.md: nonconforming [name-directory]: name 'second' differs from the directory "
+        "'different', which names the item"]
+    assert (library / "skills" / "different" / "SKILL.md").read_bytes() == (
+        other / "SKILL.md").read_bytes()
+
+
+def test_an_invalid_frontmatter_name_falls_back_to_the_directory(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = make_skill(sources, "bad--name", dirname="bad")
+    result = retain_cli(capsys, library, str(src), "--json")
+    assert result.code == 0, result.err
+    assert result.json["path"] == "skills/bad"
+    assert [w.split("]")[0] for w in result.json["warnings"]] == [
+        "SKILL.md: nonconforming [name-consecutive-hyphens",
+        "SKILL.md: nonconforming [name-directory"]
 
 
 def test_human_output_is_concise(
@@ -234,10 +250,6 @@ Setup = Callable[[Path, Path], tuple[Path, list[str]]]
 
 def _bad_name_option(lib: Path, src: Path) -> tuple[Path, list[str]]:
     return make_skill(src, "fine"), ["--name", "Bad_Name"]
-
-
-def _bad_name_in_frontmatter(lib: Path, src: Path) -> tuple[Path, list[str]]:
-    return make_skill(src, "bad--name", dirname="bad"), []
 
 
 def _name_not_matching_directory(lib: Path, src: Path) -> tuple[Path, list[str]]:
@@ -374,7 +386,6 @@ def _untracked_draft_directory_at_target(lib: Path, src: Path) -> tuple[Path, li
 
 REFUSALS: list[tuple[str, Setup, int, str]] = [
     ("bad-name-option", _bad_name_option, 2, "Bad_Name"),
-    ("bad-name-frontmatter", _bad_name_in_frontmatter, 2, "bad--name"),
     ("bad-name-uppercase", _name_not_matching_directory, 2, "Upper"),
     ("frontmatter-not-closed", _frontmatter_not_closed, 2, "frontmatter"),
     ("frontmatter-no-description", _frontmatter_missing_description, 2, "description"),

@@ -64,6 +64,7 @@ def inventory_text(inventory: Inventory, verbose: bool) -> str:
                 lines.append(f"        {key}: {value}")
             if info.usage is not None:
                 lines.append(f"        usage: {usage_text(info.usage)}")
+            lines += [f"        warning: {w}" for w in info.warnings]
         lines += [f"        problem: {d}" for d in info.diagnostics]
     for tool in inventory.tools:
         stale = "  (stale)" if tool.get("status") == "stale" else ""
@@ -101,9 +102,11 @@ def log_text(entries: list[LogEntry]) -> str:
 
 
 def check_text(report: CheckReport) -> str:
+    warnings = [f"warning: {w}" for w in report.warnings]
     if report.ok:
-        return f"ok: {report.items} items in the {report.scope} pass every check"
-    return "\n".join(report.problems)
+        return "\n".join([*warnings,
+                          f"ok: {report.items} items in the {report.scope} pass every check"])
+    return "\n".join([*report.problems, *warnings])
 
 
 def approval_review_text(review: ApprovalReview) -> str:

@@ -8,10 +8,14 @@ documentation that merely talks about keys and tokens passes.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-# Example files are meant to be shared; everything else named .env / .env.* is not.
-_ENV_EXAMPLES = frozenset({".env.example", ".env.sample", ".env.template"})
+# Example files are meant to be shared (.env.example, .env.local.example, …); everything
+# else named .env / .env.* is not.
+_ENV_EXAMPLE_SUFFIXES = (".example", ".sample", ".template")
 _SSH_KEY_NAMES = frozenset(
     {"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"}
 )
@@ -57,21 +61,55 @@ _REASONS = {
 _MIN_DISTINCT = 8
 
 
-def secret_problem(path: str, data: bytes) -> str | None:
-    """A short reason when the file at ``path`` (posix, relative) looks like a secret."""
+@dataclass(frozen=True)
+class SecretMatch:
+    reason: str
+    #: ``sha256:<hex>`` of the matched text (of the whole file for a match by file name):
+    #: what ``policy: {allowed_secrets: […]}`` names to let exactly this match through
+    fingerprint: str
+
+
+def fingerprint(text: bytes) -> str:
+    return "sha256:" + hashlib.sha256(text).hexdigest()
+
+
+def secret_matches(path: str, data: bytes) -> Iterator[SecretMatch]:
+    """Every match in the file at ``path`` (posix, relative), by name then by content."""
     name = path.rsplit("/", 1)[-1]
     lowered = name.lower()
-    if (lowered == ".env" or lowered.startswith(".env.")) and lowered not in _ENV_EXAMPLES:
-        return ".env file"
+    if (lowered == ".env" or lowered.startswith(".env.")) and not (
+            lowered.endswith(_ENV_EXAMPLE_SUFFIXES) and lowered.count(".") >= 2):
+        yield SecretMatch(".env file", fingerprint(data))
     if name in _SSH_KEY_NAMES:
-        return "SSH private key file name"
+        yield SecretMatch("SSH private key file name", fingerprint(data))
+    found = False
     for match in _SECRET_RE.finditer(data):
         kind = match.lastgroup
         if kind is None or _is_placeholder(kind, match.group(kind)):
             continue
-        return _REASONS[kind]
-    if lowered.endswith(_KEY_FILE_SUFFIXES) and _PEM_HEADER_RE.search(data):
-        return "private key file"
+        found = True
+        yield SecretMatch(_REASONS[kind], fingerprint(match.group(kind)))
+    if not found and lowered.endswith(_KEY_FILE_SUFFIXES):
+        header = _PEM_HEADER_RE.search(data)
+        if header is not None:
+            yield SecretMatch("private key file", fingerprint(data))
+
+
+def secret_problem(path: str, data: bytes, allowed: frozenset[str] = frozenset()) -> str | None:
+    """A short reason when the file at ``path`` holds a match not in ``allowed``."""
+    match = next((m for m in secret_matches(path, data) if m.fingerprint not in allowed), None)
+    return None if match is None else match.reason
+
+
+def secret_refusal(path: str, data: bytes, allowed: tuple[str, ...]) -> str | None:
+    """The refusal for the first match not allowed, with the policy line that would allow
+    exactly it, ready to paste into library.yaml; None when nothing (else) matches."""
+    allowing = frozenset(allowed)
+    for match in secret_matches(path, data):
+        if match.fingerprint not in allowing:
+            return (f"{path}: looks like a secret ({match.reason}); if it is not one, allow "
+                    f"exactly this match in library.yaml: policy: {{allowed_secrets: "
+                    f"[{match.fingerprint}]}}")
     return None
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from librarian.content.secretscan import secret_problem
+from librarian.content.secretscan import secret_refusal
 from librarian.core.model import ItemFile, Policy
 from librarian.errors import UsageError
 from librarian.formats.skillmd import validation_error
@@ -211,10 +211,10 @@ class _Walker:
         if st.st_size > self.policy.max_file_bytes:
             self.problems.append(_size_problem(rel, st.st_size, self.policy))
             return
-        reason: str | None
+        refusal: str | None
         if self.count > self.policy.max_item_files or self.total > self.policy.max_item_bytes:
             # Already refused for its bounds: do not load more, but names still tell.
-            reason = secret_problem(rel, b"")
+            refusal = secret_refusal(rel, b"", self.policy.allowed_secrets)
         else:
             try:
                 data = _read_file(path, st, self.policy.max_file_bytes, follow=False)
@@ -224,10 +224,10 @@ class _Walker:
             if data is None:
                 self.problems.append(f"{rel}: changed while being read")
                 return
-            reason = secret_problem(rel, data)
+            refusal = secret_refusal(rel, data, self.policy.allowed_secrets)
             self.files.append(ItemFile(rel, bool(st.st_mode & stat.S_IXUSR), data))
-        if reason is not None:
-            self.problems.append(f"{rel}: looks like a secret ({reason})")
+        if refusal is not None:
+            self.problems.append(refusal)
 
 
 def _hard_link_problem(rel: str, st: os.stat_result) -> str:

@@ -6,7 +6,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from librarian.content.secretscan import secret_problem
+from librarian.content.secretscan import secret_refusal
 from librarian.content.sourcedir import (
     SOURCE_HINT,
     is_utf8,
@@ -21,13 +21,19 @@ from librarian.core.model import (
     ItemFile,
     ItemKind,
     Manifest,
+    Nonconformity,
     Policy,
     SkillManifest,
 )
-from librarian.core.names import check_name
+from librarian.core.names import check_name, name_problem
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.recipe import RECIPE_FILE, parse_recipe
-from librarian.formats.skillmd import SKILL_FILE, parse_skill_md, validation_error
+from librarian.formats.skillmd import (
+    SKILL_FILE,
+    directory_findings,
+    parse_skill_md,
+    validation_error,
+)
 
 
 def validate_item(
@@ -37,9 +43,13 @@ def validate_item(
     expected_name: str | None = None,
     where: str = "",
 ) -> ItemContent:
-    """Judge an item's files: kind, manifest, name, paths, bounds and secrets."""
+    """Judge an item's files: kind, manifest, name, paths, bounds and secrets.
+
+    ``expected_name`` is the item's identity, its directory's name (without it, the
+    manifest's name). Unsafe or unusable content is refused; a skill breaking a rule of the
+    Agent Skills format that clients tolerate is admitted with a warning naming the rule,
+    or refused under ``policy: {conformance: strict}`` (spec §2)."""
     problems: list[str] = []
-    warnings: list[str] = []
     by_path = {f.path: f for f in files}
     has_skill, has_recipe = SKILL_FILE in by_path, RECIPE_FILE in by_path
     kind: ItemKind | None = None
@@ -52,25 +62,38 @@ def validate_item(
     else:
         problems.append(f"holds neither {SKILL_FILE} nor {RECIPE_FILE}")
 
-    manifest = _manifest(kind, by_path, problems, warnings)
-    if manifest is not None and kind is not None and expected_name is not None:
-        if manifest.name != expected_name:
-            problems.append(
-                f"name: {manifest.name!r} in {MANIFEST_FILES[kind]} does not match "
-                f"the directory name {expected_name!r}"
-            )
+    manifest = _manifest(kind, by_path, problems)
+    identity = expected_name if expected_name is not None else (
+        manifest.name if manifest is not None else None)
+    findings: tuple[Nonconformity, ...] = ()
+    if isinstance(manifest, SkillManifest) and identity is not None:
+        findings = manifest.nonconforming + directory_findings(manifest, identity)
+    elif manifest is not None and kind is not None and manifest.name != identity:
+        problems.append(
+            f"name: {manifest.name!r} in {MANIFEST_FILES[kind]} does not match "
+            f"the directory name {identity!r}"
+        )
+    if identity is not None and name_problem(identity) is not None:
+        problems.append(f"the item name {identity!r} {name_problem(identity)} (an item is "
+                        "named by its directory: a-z, 0-9 and '-', at most 64)")
     problems.extend(_path_problems([f.path for f in files]))
     problems.extend(_bound_problems(files, policy))
     for item_file in files:
-        reason = secret_problem(item_file.path, item_file.data)
-        if reason is not None:
-            problems.append(f"{item_file.path}: looks like a secret ({reason})")
+        refusal = secret_refusal(item_file.path, item_file.data, policy.allowed_secrets)
+        if refusal is not None:
+            problems.append(refusal)
+    warnings = [f.warning(SKILL_FILE) for f in findings]
+    hint = None
+    if policy.conformance == "strict" and warnings:
+        problems.extend(warnings)
+        hint = ("library.yaml's policy: {conformance: strict} refuses content that breaks a "
+                "rule of the Agent Skills format")
 
-    if problems or manifest is None or kind is None:
-        raise validation_error(where, f"invalid {kind or 'item'}", problems)
+    if problems or manifest is None or kind is None or identity is None:
+        raise validation_error(where, f"invalid {kind or 'item'}", problems, hint=hint)
     return ItemContent(
         kind=kind,
-        name=manifest.name,
+        name=identity,
         files=tuple(sorted(files, key=lambda f: f.path)),
         manifest=manifest,
         warnings=tuple(warnings),
@@ -78,13 +101,17 @@ def validate_item(
 
 
 def load_source(source: Path, policy: Policy, *, name: str | None = None) -> ItemContent:
-    """An item from a directory, or from one .md file that becomes the item's SKILL.md."""
+    """An item from a directory, or from one .md file that becomes the item's SKILL.md.
+    It is named ``name``, else by its manifest's name when that is a valid name, else by
+    the directory's name."""
     if name is not None:
         check_name(name)
     st = stat_source(source)
     if stat.S_ISDIR(st.st_mode):
-        content = validate_item(read_source_dir(source, policy), policy, where=str(source))
-    elif stat.S_ISREG(st.st_mode):
+        files = read_source_dir(source, policy)
+        identity = name or default_identity(files, source.name)
+        return validate_item(files, policy, expected_name=identity, where=str(source))
+    if stat.S_ISREG(st.st_mode):
         if source.suffix.lower() != ".md":
             raise UsageError(
                 f"{source} is neither a directory nor a .md file",
@@ -93,47 +120,46 @@ def load_source(source: Path, policy: Policy, *, name: str | None = None) -> Ite
             )
         data = read_source_file(source, st, policy)
         # The file's bytes become SKILL.md exactly; its executable bit is not content here.
-        content = validate_item([ItemFile(SKILL_FILE, False, data)], policy, where=str(source))
-    else:
-        raise UsageError(f"{source} is a special file", hint=SOURCE_HINT, path=str(source))
-    if name is not None and name != content.name:
-        manifest_file = MANIFEST_FILES[content.kind]
-        message = f"the name {name!r} differs from {content.name!r} in {manifest_file}"
-        raise ValidationError(
-            f"{source}: {message}",
-            problems=(message,),
-            hint=f"change 'name:' in {manifest_file} to {name!r} (librarian never rewrites "
-            "content: the digest covers its bytes), or leave out --name",
-            path=str(source),
-        )
-    return content
+        files = (ItemFile(SKILL_FILE, False, data),)
+        return validate_item(files, policy, expected_name=name or default_identity(files, None),
+                             where=str(source))
+    raise UsageError(f"{source} is a special file", hint=SOURCE_HINT, path=str(source))
+
+
+def default_identity(files: Sequence[ItemFile], directory: str | None) -> str | None:
+    """The manifest's name when it is a valid item name, else ``directory``."""
+    by_path = {f.path: f for f in files}
+    declared: str | None = None
+    try:
+        if SKILL_FILE in by_path:
+            declared = parse_skill_md(by_path[SKILL_FILE].data, SKILL_FILE).name
+        elif RECIPE_FILE in by_path:
+            declared = parse_recipe(by_path[RECIPE_FILE].data, RECIPE_FILE,
+                                    frozenset(by_path)).name
+    except ValidationError:
+        pass  # validate_item says why
+    for candidate in (declared, directory):
+        if candidate and name_problem(candidate) is None:
+            return candidate
+    return declared or directory
 
 
 def _manifest(
     kind: ItemKind | None,
     by_path: dict[str, ItemFile],
     problems: list[str],
-    warnings: list[str],
 ) -> Manifest | None:
     if kind is None:
         return None
     manifest_file = MANIFEST_FILES[kind]
     data = by_path[manifest_file].data
-    manifest: Manifest
     try:
         if kind == "skill":
-            manifest = parse_skill_md(data, manifest_file)
-        else:
-            manifest = parse_recipe(data, manifest_file, frozenset(by_path))
+            return parse_skill_md(data, manifest_file)
+        return parse_recipe(data, manifest_file, frozenset(by_path))
     except ValidationError as exc:
         problems.extend(f"{manifest_file}: {problem}" for problem in exc.problems)
         return None
-    if isinstance(manifest, SkillManifest) and manifest.unknown_keys:
-        keys = ", ".join(manifest.unknown_keys)
-        warnings.append(
-            f"{SKILL_FILE}: frontmatter keys not in the Agent Skills spec, kept as they are: {keys}"
-        )
-    return manifest
 
 
 def _path_problems(paths: Sequence[str]) -> list[str]:

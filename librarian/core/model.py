@@ -17,14 +17,40 @@ SOURCES_DIR = "sources"
 MANIFEST_FILES: Mapping[ItemKind, str] = {"skill": "SKILL.md", "recipe": "recipe.yaml"}
 
 
+Conformance = Literal["warn", "strict"]
+CONFORMANCE_LEVELS: tuple[Conformance, ...] = ("warn", "strict")
+
+
 @dataclass(frozen=True)
 class Policy:
-    """Bounds from ``library.yaml`` ``policy:`` (spec §2 defaults)."""
+    """``library.yaml`` ``policy:``: bounds (spec §2 defaults), how nonconforming content is
+    judged, and the fingerprints of secret-scan matches that are not secrets."""
 
     max_exposed_tools: int = 64
     max_item_bytes: int = 16 * 1024 * 1024
     max_item_files: int = 2000
     max_file_bytes: int = 8 * 1024 * 1024
+    #: "warn": nonconforming content is admitted with a warning; "strict": refused
+    conformance: Conformance = "warn"
+    #: ``sha256:<hex>`` of matched text the secret scan must let through
+    allowed_secrets: tuple[str, ...] = ()
+
+
+#: Policy keys that are whole-number bounds (the others are checked by their own rules)
+BOUND_KEYS = ("max_exposed_tools", "max_item_bytes", "max_item_files", "max_file_bytes")
+
+
+@dataclass(frozen=True)
+class Nonconformity:
+    """Content that breaks a rule of the Agent Skills format real clients tolerate (spec
+    §2): admitted with a warning naming the rule, refused under ``conformance: strict``.
+    Rule names are those of the reference validator's checks (skills-ref)."""
+
+    rule: str
+    message: str
+
+    def warning(self, file: str) -> str:
+        return f"{file}: nonconforming [{self.rule}]: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -47,6 +73,8 @@ class SkillManifest:
     #: frontmatter keys the Agent Skills spec does not define: kept in the file, warned about
     unknown_keys: tuple[str, ...] = ()
     body: str = field(default="", repr=False)
+    #: rules of the format the frontmatter breaks (those about the directory come later)
+    nonconforming: tuple[Nonconformity, ...] = ()
 
 
 InputType = Literal["string", "integer", "number", "boolean", "path"]

@@ -7,11 +7,12 @@ formats are small enough that this is the honest trade (docs/formats.md).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from librarian.core.model import Policy
+from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, Policy
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
 from librarian.formats.yamlio import dump_yaml, load_yaml
@@ -22,6 +23,7 @@ LOCK_FILE = "librarian.lock"
 #: What ``agents.may`` may grant an agent over MCP, and what it grants when unset.
 AGENT_VERBS = ("draft", "promote", "defer", "discard", "expose")
 DEFAULT_AGENT_VERBS = ("draft",)
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,7 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
     policy_doc = _mapping(doc.get("policy"), f"{where}: policy")
     allowed = {f.name for f in fields(Policy)}
     _unknown(policy_doc, allowed, f"{where}: policy")
-    for key, value in policy_doc.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{where}: policy.{key} must be a positive integer")
+    _check_policy(policy_doc, where)
     skills = _mapping(doc.get("skills"), f"{where}: skills")
     _unknown(skills, {"resident", "hidden"}, f"{where}: skills")
     sources: dict[str, SourceConfig] = {}
@@ -115,11 +115,34 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
     return LibraryConfig(
         agents_may=may,
         name=name,
-        policy=Policy(**policy_doc),
+        policy=_policy(policy_doc),
         resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
         hidden=_strings(skills.get("hidden"), f"{where}: skills.hidden"),
         sources=sources,
     )
+
+
+def _check_policy(policy: Mapping[str, Any], where: str) -> None:
+    for key, value in policy.items():
+        if key == "conformance":
+            if value not in CONFORMANCE_LEVELS:
+                raise UsageError(f"{where}: policy.conformance must be one of "
+                                 f"{', '.join(CONFORMANCE_LEVELS)}, got {value!r}")
+        elif key == "allowed_secrets":
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) and _FINGERPRINT.fullmatch(v) for v in value):
+                raise UsageError(f"{where}: policy.allowed_secrets must be a list of "
+                                 "sha256:<64 hex> fingerprints",
+                                 hint="copy them from the refusal that printed them")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{where}: policy.{key} must be a positive integer")
+
+
+def _policy(doc: Mapping[str, Any]) -> Policy:
+    values: dict[str, Any] = dict(doc)
+    if "allowed_secrets" in values:
+        values["allowed_secrets"] = tuple(values["allowed_secrets"])
+    return Policy(**values)
 
 
 def dump_library_config(config: LibraryConfig) -> bytes:
@@ -131,7 +154,11 @@ def dump_library_config(config: LibraryConfig) -> bytes:
         if source.trust:
             spec["trust"] = list(source.trust)
         sources[source_name] = spec
-    policy = {f.name: getattr(config.policy, f.name) for f in fields(Policy)}
+    policy: dict[str, Any] = {key: getattr(config.policy, key) for key in BOUND_KEYS}
+    if config.policy.conformance != Policy.conformance:  # written only when set
+        policy["conformance"] = config.policy.conformance
+    if config.policy.allowed_secrets:
+        policy["allowed_secrets"] = list(config.policy.allowed_secrets)
     agents = {} if config.agents_may is None else {"agents": {"may": list(config.agents_may)}}
     return dump_yaml(
         {

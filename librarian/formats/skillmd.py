@@ -7,17 +7,18 @@ Every problem is collected so one run tells an author everything to fix.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from librarian.core.model import SkillManifest
-from librarian.core.names import name_problem
+from librarian.core.model import Nonconformity, SkillManifest
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.yamlio import load_yaml
 
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
+MAX_NAME = 64
 KNOWN_KEYS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
 )
@@ -122,22 +123,14 @@ def _parse(data: bytes, problems: list[str]) -> SkillManifest | None:
 
 
 def _manifest(doc: Mapping[Any, Any], body: str, problems: list[str]) -> SkillManifest | None:
-    unknown: list[str] = []
-    for key in doc:
-        if not isinstance(key, str):
-            problems.append(f"frontmatter: key {key!r} is not a string")
-        elif key not in KNOWN_KEYS:
-            unknown.append(key)
-
-    name = doc.get("name")
-    if name is None:
-        problems.append("name: is required")
-    elif not isinstance(name, str):
-        problems.append(f"name: must be a string, got {type_name(name)}")
-    else:
-        problem = name_problem(name)
-        if problem is not None:
-            problems.append(f"name: {name!r} {problem}")
+    """What a client needs (a description) is required; every other rule of the format
+    breaks into a Nonconformity, and the value is read as a tolerant client would."""
+    found: list[Nonconformity] = []
+    unknown = sorted(str(key) for key in doc if key not in KNOWN_KEYS)
+    if unknown:
+        found.append(Nonconformity("unexpected-fields", "frontmatter keys outside the Agent "
+                                   f"Skills spec, kept as they are: {', '.join(unknown)}"))
+    name = _name(doc, found)
 
     description = doc.get("description")
     if description is None:
@@ -147,21 +140,19 @@ def _manifest(doc: Mapping[Any, Any], body: str, problems: list[str]) -> SkillMa
     elif not description.strip():
         problems.append("description: must not be blank")
     elif len(description) > MAX_DESCRIPTION:
-        problems.append(
-            f"description: must be 1-{MAX_DESCRIPTION} characters, got {len(description)}"
-        )
+        found.append(Nonconformity("description-length", f"description is {len(description)} "
+                                   f"characters (the limit is {MAX_DESCRIPTION})"))
 
-    license_ = _optional_string(doc, "license", problems)
-    compatibility = _optional_string(doc, "compatibility", problems)
+    license_ = _optional_string(doc, "license", found)
+    compatibility = _optional_string(doc, "compatibility", found)
     if compatibility is not None and len(compatibility) > MAX_COMPATIBILITY:
-        problems.append(
-            f"compatibility: must be at most {MAX_COMPATIBILITY} characters, "
-            f"got {len(compatibility)}"
-        )
-    allowed_tools = _optional_string(doc, "allowed-tools", problems)
-    metadata = _metadata(doc.get("metadata"), problems)
+        found.append(Nonconformity("compatibility-length", f"compatibility is "
+                                   f"{len(compatibility)} characters (the limit is "
+                                   f"{MAX_COMPATIBILITY})"))
+    allowed_tools = _allowed_tools(doc.get("allowed-tools"), found)
+    metadata = _metadata(doc.get("metadata"), found)
 
-    if problems or not isinstance(name, str) or not isinstance(description, str):
+    if problems or not isinstance(description, str):
         return None
     return SkillManifest(
         name=name,
@@ -170,33 +161,87 @@ def _manifest(doc: Mapping[Any, Any], body: str, problems: list[str]) -> SkillMa
         compatibility=compatibility,
         metadata=metadata,
         allowed_tools=allowed_tools,
-        unknown_keys=tuple(sorted(unknown)),
+        unknown_keys=tuple(unknown),
         body=body,
+        nonconforming=tuple(found),
     )
 
 
-def _optional_string(doc: Mapping[Any, Any], key: str, problems: list[str]) -> str | None:
+def _name(doc: Mapping[Any, Any], found: list[Nonconformity]) -> str:
+    """The frontmatter name ("" when there is none), judged as the reference validator
+    judges it; whether it equals the directory is ``directory_findings``' part."""
+    name = doc.get("name")
+    if name is None:
+        found.append(Nonconformity("name-required", "frontmatter has no name"))
+        return ""
+    if not isinstance(name, str) or not name.strip():
+        got = "a blank string" if isinstance(name, str) else type_name(name)
+        found.append(Nonconformity("name-empty", f"name must be a non-empty string, got {got}"))
+        return name if isinstance(name, str) else ""
+    shown = unicodedata.normalize("NFKC", name.strip())
+    if len(shown) > MAX_NAME:
+        found.append(Nonconformity("name-length", f"name {shown!r} is {len(shown)} characters "
+                                   f"(the limit is {MAX_NAME})"))
+    if shown != shown.lower():
+        found.append(Nonconformity("name-lowercase", f"name {shown!r} must be lowercase"))
+    if shown.startswith("-") or shown.endswith("-"):
+        found.append(Nonconformity("name-hyphen-ends",
+                                   f"name {shown!r} starts or ends with a hyphen"))
+    if "--" in shown:
+        found.append(Nonconformity("name-consecutive-hyphens",
+                                   f"name {shown!r} holds consecutive hyphens"))
+    if not all(c.isalnum() or c == "-" for c in shown):
+        found.append(Nonconformity("name-characters", f"name {shown!r} may hold only letters, "
+                                   "digits and hyphens"))
+    return name
+
+
+def directory_findings(manifest: SkillManifest, directory: str) -> tuple[Nonconformity, ...]:
+    """The frontmatter name against the item's directory (its identity)."""
+    name = unicodedata.normalize("NFKC", manifest.name.strip())
+    if not name or name == unicodedata.normalize("NFKC", directory):
+        return ()
+    return (Nonconformity("name-directory", f"name {name!r} differs from the directory "
+                          f"{directory!r}, which names the item"),)
+
+
+def _optional_string(doc: Mapping[Any, Any], key: str,
+                     found: list[Nonconformity]) -> str | None:
     value = doc.get(key)
     if value is None or isinstance(value, str):
         return value
-    problems.append(f"{key}: must be a string, got {type_name(value)}")
+    found.append(Nonconformity(f"{key}-type", f"{key} must be a string, got {type_name(value)} "
+                               "(ignored)"))
     return None
 
 
-def _metadata(value: object, problems: list[str]) -> tuple[tuple[str, str], ...]:
+def _allowed_tools(value: object, found: list[Nonconformity]) -> str | None:
+    """A space-separated string; a YAML list (as Claude Code writes it) is read as one."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        found.append(Nonconformity("allowed-tools-type", "allowed-tools is a YAML list (the "
+                                   "format says a space-separated string)"))
+        return " ".join(value)
+    found.append(Nonconformity("allowed-tools-type", f"allowed-tools must be a string, got "
+                               f"{type_name(value)} (ignored)"))
+    return None
+
+
+def _metadata(value: object, found: list[Nonconformity]) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, Mapping):
-        problems.append(f"metadata: must be a mapping of strings, got {type_name(value)}")
+        found.append(Nonconformity("metadata-type", f"metadata must be a mapping of strings, "
+                                   f"got {type_name(value)} (ignored)"))
         return ()
-    pairs: list[tuple[str, str]] = []
-    for key, item in value.items():
-        if not isinstance(key, str):
-            problems.append(f"metadata: key {key!r} must be a string, got {type_name(key)}")
-        elif not isinstance(item, str):
-            problems.append(
-                f"metadata.{key}: must be a string, got {type_name(item)} (quote the value)"
-            )
-        else:
-            pairs.append((key, item))
-    return tuple(pairs)
+    odd = [str(k) for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if odd:
+        found.append(Nonconformity("metadata-values", "metadata values must be strings, not "
+                                   f"for: {', '.join(odd)} (read as text)"))
+    return tuple((str(k), v if isinstance(v, str) else _text(v)) for k, v in value.items())
+
+
+def _text(value: object) -> str:
+    """A non-string metadata value as text, the way the reference validator reads it."""
+    return str(value)

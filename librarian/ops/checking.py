@@ -48,6 +48,8 @@ class CheckReport:
     scope: str  # "work tree" | "index"
     items: int
     problems: tuple[str, ...]
+    #: nonconformities items were admitted with (never a failure: strict makes them problems)
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -108,7 +110,8 @@ def _managed_root(path: str) -> str:
     return path.rsplit("/", 1)[0]
 
 
-def _check_item(path: str, entries: list[Entry], policy: Policy) -> list[str]:
+def _check_item(path: str, entries: list[Entry], policy: Policy,
+                warnings: list[str]) -> list[str]:
     files, problems = [], []
     for entry_path, mode, load in entries:
         relative = entry_path[len(path) + 1:]
@@ -129,6 +132,7 @@ def _check_item(path: str, entries: list[Entry], policy: Policy) -> list[str]:
         known = {f.path for f in files}
         problems.extend(_qualified(path, p, known) for p in found)
         return problems
+    warnings.extend(_qualified(path, w, {f.path for f in files}) for w in content.warnings)
     if directory in KIND_DIRS.values() and KIND_DIRS[content.kind] != directory:
         problems.append(f"{path}: a {content.kind} (holds {MANIFEST_FILES[content.kind]}) "
                         f"does not belong in {directory}/")
@@ -188,8 +192,9 @@ def check_library(
         expected = None if staged else expected_plugin_files(store, store.tree_of(store.head()))
         problems.extend(plugin_problems(manifests, expected, skill_dirs))
         seen: dict[str, str] = {}
+        warnings: list[str] = []
         for path in sorted(items):
-            problems.extend(_check_item(path, items[path], policy))
+            problems.extend(_check_item(path, items[path], policy, warnings))
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -200,4 +205,5 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
-    return CheckReport("index" if staged else "work tree", len(items), tuple(problems))
+    return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
+                       tuple(warnings))

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from librarian.core.model import MANIFEST_FILES, RecipeManifest, SkillManifest
+from librarian.core.model import MANIFEST_FILES, RecipeManifest
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
@@ -39,6 +39,8 @@ class ItemInfo:
     files: tuple[FileInfo, ...] = ()
     last_event: dict[str, Any] | None = None
     diagnostics: tuple[str, ...] = ()
+    #: nonconformities of the Agent Skills format the item was admitted with
+    warnings: tuple[str, ...] = ()
     usage: dict[str, Any] | None = None  # recipes, with --verbose: from the usage ledger
 
 
@@ -57,6 +59,7 @@ def _section_of(item: Item) -> Section:
 
 def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
     diagnostics: list[str] = []
+    warnings: tuple[str, ...] = ()
     description: str | None = None
     digest: str | None = None
     details: dict[str, Any] = {}
@@ -69,8 +72,7 @@ def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
         description = manifest.description
         if isinstance(manifest, RecipeManifest):
             details = {"execution": manifest.execution, "environment": manifest.environment}
-        elif isinstance(manifest, SkillManifest) and manifest.unknown_keys:
-            diagnostics.append("unknown frontmatter keys: " + ", ".join(manifest.unknown_keys))
+        warnings = content.warnings
         files = tuple(FileInfo(f.path, len(f.data), f.executable) for f in content_files)
     except LibrarianError as exc:
         problems = getattr(exc, "problems", ()) or (exc.message,)
@@ -86,6 +88,7 @@ def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
         details=details,
         files=files if verbose else (),
         diagnostics=tuple(diagnostics),
+        warnings=warnings,
     )
 
 

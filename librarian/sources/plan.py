@@ -68,6 +68,8 @@ class SourcePlan:
     items: tuple[PlannedItem, ...]
     skipped: tuple[Skipped, ...]
     filtered_out: int
+    #: nonconformities of the items read from upstream this time (spec §2)
+    warnings: tuple[str, ...] = ()
 
     @property
     def changes(self) -> tuple[PlannedItem, ...]:
@@ -149,6 +151,7 @@ def plan_source(
         items=tuple(items),
         skipped=collection.skipped,
         filtered_out=len(collection.filtered_out),
+        warnings=collection.warnings,
     )
 
 
@@ -238,9 +241,12 @@ def _plan_item(
 
 
 def skip_warnings(plans: Iterable[SourcePlan]) -> Iterable[str]:
+    """The items skipped, with every reason, and the nonconformities of those admitted."""
     for plan in plans:
         for skipped in plan.skipped:
             yield f"{plan.source}: skipped {skipped.path}: " + "; ".join(skipped.problems)
+        for warning in plan.warnings:
+            yield f"{plan.source}: {warning}"
 
 
 def lock_entry(plan: SourcePlan) -> LockedSource:

@@ -33,6 +33,9 @@ class UpstreamItem:
     path: str  # upstream path, e.g. skills/pdf
     tree: ObjectId  # git (SHA-1) tree id, identical in the library's store
     digest: str  # sha256:… (spec §2)
+    #: nonconformities it is admitted with (empty for an item known from the lock, which
+    #: is not read again)
+    warnings: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -52,6 +55,11 @@ class Collection:
     items: Mapping[str, UpstreamItem]
     skipped: tuple[Skipped, ...]
     filtered_out: tuple[str, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """``<upstream path>/<file>: nonconforming […]: …`` for every item read now."""
+        return tuple(f"{path}/{w}" for path, item in self.items.items() for w in item.warnings)
 
 
 def collection_path(source: str, upstream_path: str = "") -> str:
@@ -207,12 +215,13 @@ def judge_item(
             problems.extend(exc.problems or (exc.message,))
         else:
             if left_out:
-                return UpstreamItem(path, store.files_tree(content.files), content.digest)
+                return UpstreamItem(path, store.files_tree(content.files), content.digest,
+                                    content.warnings)
             if hash_files(content.files).tree_sha1 != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
-                return UpstreamItem(path, tree, content.digest)
+                return UpstreamItem(path, tree, content.digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))
 
 

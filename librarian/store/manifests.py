@@ -26,10 +26,10 @@ def summarize(store: GitStore, item: Item) -> dict[str, Any]:
             raise UsageError(f"holds no {manifest_file}")
         data = store.read_blob(entry.sha)
         if item.kind == "skill":
+            # The item is its directory: a differing or invalid frontmatter name is a
+            # nonconformity (check says so), not a reason to hide the skill.
             skill = parse_skill_md(data, f"{item.path}/{manifest_file}")
-            if skill.name != expected:
-                raise UsageError(f"name {skill.name!r} does not match the directory")
-            return {"kind": "skill", "name": skill.name, "description": skill.description}
+            return {"kind": "skill", "name": expected, "description": skill.description}
         recipe = parse_recipe(data, f"{item.path}/{manifest_file}")
         if recipe.name != expected:
             raise UsageError(f"name {recipe.name!r} does not match the directory")

@@ -172,3 +172,41 @@ def test_binary_data_and_speed() -> None:
 def test_never_raises(path: str, data: bytes) -> None:
     result = secret_problem(path, data)
     assert result is None or isinstance(result, str)
+
+
+# -- the fingerprint allowlist (spec §2 "Secrets") ----------------------------------------
+
+GOOGLE_EXAMPLE = "AIza" + "SyA1B2C3D4E5F6G7H8I9J0K1L2M3N4O5P6Q"  # a documentation example
+
+
+def test_a_match_is_allowed_by_the_fingerprint_of_its_text_and_nothing_else() -> None:
+    import hashlib
+
+    from librarian.content.secretscan import secret_matches, secret_refusal
+
+    data = f"Example: {GOOGLE_EXAMPLE}\n".encode()
+    (match,) = secret_matches("references/v.md", data)
+    assert match.fingerprint == "sha256:" + hashlib.sha256(GOOGLE_EXAMPLE.encode()).hexdigest()
+    refusal = secret_refusal("references/v.md", data, ())
+    assert refusal == ("references/v.md: looks like a secret (Google API key); if it is not "
+                       "one, allow exactly this match in library.yaml: policy: "
+                       f"{{allowed_secrets: [{match.fingerprint}]}}")
+    assert secret_refusal("references/v.md", data, (match.fingerprint,)) is None
+    # another match in the same file is still refused
+    other = data + github("ghp_").encode()
+    assert "GitHub token" in (secret_refusal("v.md", other, (match.fingerprint,)) or "")
+    # the same fingerprint does not allow a different key of the same kind
+    changed = data.replace(b"P6Q", b"P6R")
+    assert secret_refusal("v.md", changed, (match.fingerprint,)) is not None
+
+
+@pytest.mark.parametrize(
+    "path", [".env.local.example", "x/.env.production.example", ".env.dev.sample",
+             ".env.test.template", ".ENV.Local.Example"])
+def test_the_env_example_family_passes(path: str) -> None:
+    assert secret_problem(path, b"A=1\n") is None
+
+
+@pytest.mark.parametrize("path", [".env.example.local", ".env.examples", ".env.local"])
+def test_env_files_that_are_not_examples(path: str) -> None:
+    assert secret_problem(path, b"A=1\n") == ".env file"

@@ -103,7 +103,8 @@ def validate_item(
 def load_source(source: Path, policy: Policy, *, name: str | None = None) -> ItemContent:
     """An item from a directory, or from one .md file that becomes the item's SKILL.md.
     It is named ``name``, else by its manifest's name when that is a valid name, else by
-    the directory's name."""
+    the source directory's name; then judged as ``check`` judges the item in its library
+    directory of that name (spec §2: the item's identity is its directory)."""
     if name is not None:
         check_name(name)
     st = stat_source(source)

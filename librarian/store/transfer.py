@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
 from dulwich.objects import Commit, ObjectID, ShaFile, Tag, Tree
-from dulwich.pack import Pack, write_pack_from_container
+from dulwich.pack import Pack, full_unpacked_object, write_pack_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -134,10 +134,11 @@ def _local_pack(
         known = _tree_objects(objects, have)
         finder.remote_has.update(known)  # what the constructor does for a common commit
         finder.sha_done.update(known)
-        object_ids = list(finder)
-        write_pack_from_container(spool, objects, object_ids,
-                                  object_format=source.object_format,
-                                  other_haves=finder.get_remote_has())
+        object_ids = [sha for sha, _ in finder]
+        # Each object is read by id (dulwich's write_pack_from_container would decompress
+        # every object of the source's packs to pick the subset).
+        write_pack_data(spool, (full_unpacked_object(objects[sha]) for sha in object_ids),
+                        num_records=len(object_ids), object_format=source.object_format)
         shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
     return refs, shallow
 

@@ -270,7 +270,7 @@ class GitStore:
             return
         objects_dir = Path(str(store.path))
         directories = set()
-        for obj in fresh:
+        for obj in reversed(fresh):  # what an object names first: a held object is whole
             store.add_object(obj)
             hexsha = obj.id.decode()
             path = objects_dir / hexsha[:2] / hexsha[2:]

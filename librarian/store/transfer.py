@@ -1,12 +1,12 @@
 """Bringing a source's objects into the library: one pack, negotiated by dulwich.
 
-Every fetch asks for the tip only (depth 1) and offers the previously fetched commit as
-the one thing the library has, so the first fetch of a source costs its tip's tree, not
-its history, and a later one what changed since. A git server (git://, http(s)://, ssh)
-negotiates with dulwich's client as ``git fetch --depth=1`` would, told of the library's
-shallow boundary; a repository on this machine is read with dulwich's own
-``MissingObjectFinder`` (dulwich's local transport drops the haves of a shallow request
-and would resend the whole tip). A server without shallow support is fetched in full.
+Every fetch asks for the tip only (depth 1), so the first fetch of a source costs its
+tip's tree, not its history, and a later one what changed since. A git server (git://,
+http(s)://, ssh) negotiates with dulwich's client as ``git fetch --depth=1`` would,
+offered the previously fetched commit and told it is a shallow boundary; a server without
+shallow support is fetched in full. A repository on this machine is read with dulwich's
+own ``MissingObjectFinder``, told what the library holds (dulwich's local transport drops
+the haves of a shallow request and would resend the whole tip).
 
 The pack is received into an unnamed spool, indexed into ``objects/pack`` and checked:
 every object it holds must name objects that are in the library (a commit's parents
@@ -73,7 +73,8 @@ def transfer(
     try:
         if isinstance(client, LocalGitClient):
             try:
-                refs, shallow = _local_pack(path, determine_wants, have, spool, progress)
+                refs, shallow = _local_pack(path, determine_wants, repo.object_store, spool,
+                                            progress)
             except KeyError as exc:
                 raise IncompleteSource(
                     f"the repository at {path} lacks object {_shown(exc)}, which it names",
@@ -109,12 +110,14 @@ def transfer(
 def _local_pack(
     path: str,
     determine_wants: DetermineWants,
-    have: ObjectId | None,
+    target: Any,
     spool: IO[bytes],
     progress: ProgressBytes | None,
 ) -> tuple[dict[bytes, bytes], set[bytes]]:
     """Depth 1 from a repository on this machine: the wanted tips and the objects of their
-    trees that the previous tip's tree does not hold."""
+    trees that the library does not hold. Both stores are here, so what the library holds
+    is asked of the library itself, and the walk stops at the first object it has: the
+    cost follows the change, not the size of the collection."""
     from dulwich.errors import NotGitRepository
 
     try:
@@ -131,9 +134,9 @@ def _local_pack(
         # Depth 1: the tips are shallow, so no history is walked (and no commit-graph read).
         finder = MissingObjectFinder(objects, haves=[], wants=[*wants, *tips],
                                      shallow=set(tips), progress=progress)
-        known = _tree_objects(objects, have)
-        finder.remote_has.update(known)  # what the constructor does for a common commit
-        finder.sha_done.update(known)
+        held = _Held(target)
+        held.update(finder.sha_done)
+        finder.sha_done = held
         object_ids = [sha for sha, _ in finder]
         # Each object is read by id (dulwich's write_pack_from_container would decompress
         # every object of the source's packs to pick the subset).
@@ -198,20 +201,17 @@ def _peeled_commits(objects: Any, wants: Iterable[ObjectID]) -> list[ObjectID]:
     return found
 
 
-def _tree_objects(objects: Any, have: ObjectId | None) -> set[ObjectID]:
-    """The previous tip and every object of its tree, which the library holds whole; empty
-    when the source no longer has them all (then the tip is sent whole)."""
-    if have is None or ObjectID(have) not in objects:
-        return set()
-    commit = objects[ObjectID(have)]
-    if not isinstance(commit, Commit):
-        return set()
-    try:
-        found: set[ObjectID] = objects.get_reachability_provider().get_tree_objects(
-            [commit.tree])
-    except KeyError:
-        return set()
-    return {commit.id, *found}
+class _Held(set[ObjectID]):
+    """The finder's objects not to send: those it has seen, and every object the library
+    holds. A held object's closure is held too: every fetched pack was checked closed, and
+    librarian writes an object only after the objects it names."""
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self._target = target
+
+    def __contains__(self, sha: object) -> bool:
+        return set.__contains__(self, sha) or sha in self._target
 
 
 def _shown(exc: KeyError) -> str:

@@ -1,7 +1,10 @@
 """SKILL.md in the Agent Skills format (agentskills.io): YAML frontmatter, then Markdown.
 
 Parsing never rewrites the bytes (the digest covers them); it only reads and judges them.
-Every problem is collected so one run tells an author everything to fix.
+What makes a skill unusable (no closed frontmatter, YAML that is not plain data, no
+description) is a problem; a rule of the format that clients tolerate, broken, is a
+``Nonconformity`` naming the rule (spec §2). Both are collected, so one run tells an
+author everything to fix.
 """
 
 from __future__ import annotations

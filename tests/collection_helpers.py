@@ -16,11 +16,11 @@ def set_policy(library: Path, **fields: Any) -> None:
     as a user would."""
     from librarian.formats.config import dump_library_config, load_library_config
 
-    path = library / "library.yaml"
+    path = library.absolute() / "library.yaml"
     config = load_library_config(path.read_bytes())
     path.write_bytes(dump_library_config(replace(config, policy=replace(config.policy,
                                                                         **fields))))
-    with Repo(str(library)) as repo:
+    with Repo(str(library.absolute())) as repo:
         porcelain.add(repo, paths=[str(path)])
         porcelain.commit(repo, message="policy by hand", author=b"User <user@example.org>",
                          committer=b"User <user@example.org>")

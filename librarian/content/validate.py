@@ -15,6 +15,7 @@ from librarian.content.sourcedir import (
     shown_path,
     stat_source,
 )
+from librarian.core.gitpaths import collisions, path_problem, visible
 from librarian.core.model import (
     MANIFEST_FILES,
     ItemContent,
@@ -177,14 +178,19 @@ def _path_problems(paths: Sequence[str]) -> list[str]:
         ):
             problems.append(f"{shown_path(path)}: is not a relative path inside the item")
             continue
-        if any(part.lower() == ".git" for part in parts):
-            problems.append(f"{path}: a .git entry cannot be stored")
+        reason = path_problem(path)
+        if reason is not None:
+            problems.append(f"{visible(shown_path(path))}: {reason}")
+            continue
         if path in seen:
             problems.append(f"{path}: appears twice")
         seen.add(path)
         directories.update("/".join(parts[:i]) for i in range(1, len(parts)))
     for path in sorted(seen & directories):
         problems.append(f"{path}: is both a file and a directory")
+    for first, other in collisions(seen):
+        problems.append(f"{visible(other)}: one name with {visible(first)} on macOS and Windows "
+                        "(case or Unicode normalisation)")
     return problems
 
 

@@ -1,4 +1,10 @@
-"""YAML enters through here: safe loading only, with a size limit, and deterministic dumps."""
+"""YAML enters through here: safe loading only, with a size limit, and deterministic dumps.
+
+Plain data only (spec §2): no explicit tags (``!!binary``, ``!!set``, ``!foo``) and at most
+``MAX_ALIASES`` aliases, so a billion-laughs chain, which PyYAML shares but other clients
+expand, never enters a library. The event scan runs only when the text could hold an
+anchor or a tag (``&`` or ``!``), so the large lock file is parsed once.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,26 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 MAX_MANIFEST_BYTES = 1024 * 1024
+#: More aliases than this in one document is refused (a real manifest needs none).
+MAX_ALIASES = 16
+
+
+def _plain_data_problem(text: str) -> str | None:
+    """Why the document is not plain data (an explicit tag, too many aliases), or None."""
+    if "&" not in text and "!" not in text:
+        return None
+    aliases = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        tag = getattr(event, "tag", None)
+        implicit = getattr(event, "implicit", True)
+        explicit = implicit is False or (isinstance(implicit, tuple) and not any(implicit))
+        if tag is not None and (explicit or tag == "!"):
+            return f"holds the YAML tag {tag!r} (only plain data is read)"
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                return f"holds more than {MAX_ALIASES} YAML aliases (an alias bomb?)"
+    return None
 
 
 def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
@@ -25,6 +51,9 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
         except UnicodeDecodeError as exc:
             raise UsageError(f"{what} is not valid UTF-8: {exc}", path=what) from None
     try:
+        problem = _plain_data_problem(data)
+        if problem is not None:
+            raise UsageError(f"{what} {problem}", path=what)
         return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).

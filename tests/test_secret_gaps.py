@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from librarian.secretscan import secret_problem
+from librarian.content.secretscan import secret_problem
 
 SECRET = "kT9" + "vQ2mZx7Lr4Hs8Wd1Np6Bc3Yf5Jg0Ue/Ai+Ro7"  # 40 characters, mixed
 assert len(SECRET) == 40

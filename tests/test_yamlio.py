@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from librarian.errors import UsageError
-from librarian.yamlio import MAX_ALIASES, dump_yaml, load_yaml
+from librarian.formats.yamlio import MAX_ALIASES, dump_yaml, load_yaml
 
 
 def laughs(levels: int, width: int = 9) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, Policy
+from librarian.core.gitpaths import path_problem, visible
+from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, SOURCES_DIR, Policy
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
 from librarian.formats.yamlio import dump_yaml, load_yaml
@@ -24,6 +25,23 @@ LOCK_FILE = "librarian.lock"
 AGENT_VERBS = ("draft", "promote", "defer", "discard", "expose")
 DEFAULT_AGENT_VERBS = ("draft",)
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+
+#: The largest value each policy bound may take (docs/decisions.md): far above any real
+#: collection, low enough that no read or allocation overflows.
+POLICY_CEILINGS = {"max_exposed_tools": 10_000, "max_item_bytes": 4 << 30,
+                   "max_item_files": 1_000_000, "max_file_bytes": 1 << 30}
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_OID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::: git remote helpers
+
+
+def digest_problem(value: str) -> str | None:
+    """Why ``value`` is not a digest librarian could have written (all zeros never is)."""
+    if not DIGEST_RE.fullmatch(value):
+        return f"{value!r} is not a digest (sha256: and 64 lowercase hex digits)"
+    if set(value[7:]) == {"0"}:
+        return f"{value!r} is all zeros, the digest of no content"
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,10 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
         url, ref = spec.get("url"), spec.get("ref", "main")
         if not isinstance(url, str) or not url:
             raise UsageError(f"{what}: url is required")
+        if _HELPER_URL.match(url):
+            raise UsageError(f"{what}: the transport {url.split('::')[0]!r}:: (a git remote "
+                             "helper) is not one librarian speaks",
+                             hint="use https://, ssh, git://, file:// or a local path")
         if not isinstance(ref, str) or not ref:
             raise UsageError(f"{what}: ref must be a string")
         sources[source_name] = SourceConfig(
@@ -134,8 +156,11 @@ def _check_policy(policy: Mapping[str, Any], where: str) -> None:
                 raise UsageError(f"{where}: policy.allowed_secrets must be a list of "
                                  "sha256:<64 hex> fingerprints",
                                  hint="copy them from the refusal that printed them")
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{where}: policy.{key} must be a positive integer")
+        elif isinstance(value, bool) or not isinstance(value, int) or not (
+                1 <= value <= POLICY_CEILINGS[key]):
+            raise UsageError(f"{where}: policy.{key} must be a whole number from 1 to "
+                             f"{POLICY_CEILINGS[key]}", hint=f"the default is "
+                             f"{getattr(Policy(), key)}")
 
 
 def _policy(doc: Mapping[str, Any]) -> Policy:
@@ -189,6 +214,17 @@ def load_tools(data: bytes, where: str = TOOLS_FILE) -> dict[str, ToolEntry]:
         recipe, digest = spec.get("recipe"), spec.get("digest")
         if not isinstance(recipe, str) or not isinstance(digest, str):
             raise UsageError(f"{what}: recipe and digest are required strings")
+        problem = name_problem(tool_name)
+        if problem is not None:
+            raise UsageError(f"{where}: the tool name {visible(tool_name)!r} {problem}")
+        parts = recipe.split("/")
+        in_place = (len(parts) == 2 and parts[0] == "recipes" and not name_problem(parts[1])) or (
+            len(parts) >= 3 and parts[0] == SOURCES_DIR and not name_problem(parts[1]))
+        if path_problem(recipe) is not None or not in_place:
+            raise UsageError(f"{what}: recipe {visible(recipe)!r} is not recipes/<name> or "
+                             "sources/<source>/<path>")
+        if not DIGEST_RE.fullmatch(digest):  # a pin matching no content is merely stale
+            raise UsageError(f"{what}: digest {digest!r} is not sha256: and 64 hex digits")
         tools[tool_name] = ToolEntry(recipe, digest)
     return tools
 
@@ -226,6 +262,17 @@ def load_lock(data: bytes, where: str = LOCK_FILE) -> dict[str, LockedSource]:
         release_tag = spec.get("release-tag")
         if release_tag is not None and not isinstance(release_tag, str):
             raise UsageError(f"{what}.release-tag must be a tag object id")
+        if name_problem(source_name):
+            raise UsageError(f"{what}: invalid source name")
+        commit = spec.get("commit")
+        if commit is not None and not (isinstance(commit, str) and _OID_RE.fullmatch(commit)):
+            raise UsageError(f"{what}.commit {commit!r} is not a commit id")
+        for item_path, digest in items.items():
+            if path_problem(str(item_path)) is not None:
+                raise UsageError(f"{what}.items: {visible(str(item_path))!r} is not an item path")
+            problem = digest_problem(str(digest))
+            if problem is not None:
+                raise UsageError(f"{what}.items.{item_path}: {problem}")
         locked[source_name] = LockedSource(
             url=str(spec.get("url", "")),
             ref=str(spec.get("ref", "")),

@@ -57,7 +57,7 @@ def init_library(path: Path, name: str | None = None) -> Receipt:
     try:
         GitStore.initialise(root).close()
         library = Library(root)
-        with Transaction(library) as tx:
+        with Transaction(library, first=True) as tx:
             for change in changes:
                 tx.change(change)
             result = tx.commit(f"init library {library_name}",

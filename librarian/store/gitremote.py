@@ -21,6 +21,8 @@ SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
 SCHEMES = frozenset({"file", "git", "http", "https", *SSH_SCHEMES})  # what dulwich speaks
 _SCHEME_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^?#]*)(.*)$", re.S)
 _SCP_URL = re.compile(r"^(?:([^/@]*)@)?([^/@:]+):(.*)$", re.S)  # [user@]host:path, as dulwich
+# git's <transport>::<address> (remote helpers ext::, fd::…), which dulwich reads as ssh
+HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,10 @@ def url_problem(url: str) -> str | None:
     """Why the remote ``url`` (not a local path) must not be committed to library.yaml
     (credentials, options smuggled to ssh, a scheme dulwich does not speak), without
     quoting any secret; None when it is fine."""
+    helper = HELPER_URL.match(url)
+    if helper is not None:
+        return (f"the transport {helper.group(0)!r} (a git remote helper) is not one "
+                f"librarian speaks (use {', '.join(sorted(SCHEMES))} or a local path)")
     remote = parse_remote(url)
     if remote is None:
         return "the URL cannot be read as scheme://host/path or [user@]host:path"
@@ -180,9 +186,10 @@ def fetch_ref(
     from dulwich.errors import GitProtocolError, NotGitRepository
 
     shown = strip_credentials(url)
-    if hostile_host(url):  # never hand ssh an option: refused before dulwich sees it
-        raise UsageError(f"cannot fetch {shown}: its host or user starts with '-', which ssh "
-                         "would read as an option", hint="check the source's URL")
+    if hostile_host(url) or HELPER_URL.match(url):  # never hand ssh an option, nor a helper
+        reason = url_problem(url) if HELPER_URL.match(url) else (
+            "its host or user starts with '-', which ssh would read as an option")
+        raise UsageError(f"cannot fetch {shown}: {reason}", hint="check the source's URL")
     found: dict[str, bytes] = {}
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:

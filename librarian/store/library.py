@@ -14,6 +14,7 @@ from librarian.formats.config import (
     LIBRARY_FILE,
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
+from librarian.store.guard import refuse_linked_state
 
 STATE_DIR = "librarian"  # inside .git/
 
@@ -64,7 +65,11 @@ class Library:
 
 
 def is_library(path: Path) -> bool:
-    return (path / LIBRARY_FILE).is_file() and (path / ".git").is_dir()
+    """library.yaml in a git work tree; or a journal in ``.git/librarian``: a change killed
+    between the two renames that swap library.yaml leaves none, and recovery must run."""
+    if not (path / ".git").is_dir():
+        return False
+    return (path / LIBRARY_FILE).is_file() or (path / ".git" / STATE_DIR / "journal.json").is_file()
 
 
 def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Library:
@@ -79,10 +84,12 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Libra
                 f"{root} is not a library (no library.yaml in a git work tree)",
                 hint="create one with `librarian init PATH`",
             )
+        refuse_linked_state(root / ".git")
         return Library(root)
     start = (cwd or Path.cwd()).absolute()
     for candidate in (start, *start.parents):
         if is_library(candidate):
+            refuse_linked_state(candidate / ".git")
             return Library(candidate)
     raise UsageError(
         f"{start} is not inside a library",

@@ -8,6 +8,7 @@ writer waits up to ``wait`` seconds, then gets a ConflictError (exit 3).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import time
@@ -15,14 +16,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from librarian.errors import ConflictError
+from librarian.store.guard import refuse_linked_state
 
 DEFAULT_WAIT_SECONDS = 2.0
 
 
 @contextlib.contextmanager
 def library_lock(path: Path, *, wait: float = DEFAULT_WAIT_SECONDS) -> Iterator[None]:
+    refuse_linked_state(path.parent.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        refuse_linked_state(path.parent.parent)  # a link planted since: name it
+        raise
     acquired = False
     try:
         deadline = time.monotonic() + wait

@@ -43,6 +43,7 @@ from librarian.store.changes import (
     work_trees,
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
+from librarian.store.guard import refuse_linked_paths, refuse_unsafe_library
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
@@ -64,8 +65,11 @@ class Transaction:
     """One change to one library: holds the mutation lock from ``__enter__`` to
     ``__exit__``, collects changes, and makes exactly one commit (or none)."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, *, first: bool = False) -> None:
+        """``first``: the root commit of a new library (``init``); every other transaction
+        refuses an unborn branch."""
         self.library = library
+        self._first = first
         self._changes: list[Change] = []
         self._lock = library_lock(library.lock_path)
         self._store: GitStore | None = None
@@ -76,6 +80,9 @@ class Transaction:
         self._lock.__enter__()
         try:
             self._store = self.library.store()
+            # Before recovery: a hostile library is refused before anything is written.
+            refuse_unsafe_library(self.library.root,
+                                  self._first or self._store.head() is not None)
             recover(self.library, self._store)
             self._base = Snapshot.head(self.library, self._store)
         except BaseException:
@@ -197,6 +204,7 @@ class Transaction:
         if self._committed:
             raise RuntimeError("a transaction makes one commit")
         store, library, base = self.store, self.library, self.base.commit
+        refuse_linked_paths(library.root, [change.path for change in self._changes])
         assert new_tree is not None
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -131,7 +132,11 @@ def _load_ignores(root: Path, policy: Policy, problems: list[str]) -> IgnoreMatc
     except UnicodeDecodeError as exc:
         problems.append(f"{IGNORE_FILE}: is not valid UTF-8 (byte {exc.start})")
         return ignore_spec()
-    return ignore_spec(text.splitlines())
+    try:
+        return ignore_spec(text.splitlines())
+    except (ValueError, re.error) as exc:  # pathspec's pattern error, or '[z-a]' from re
+        problems.append(f"{IGNORE_FILE}: holds an invalid pattern ({exc})")
+        return ignore_spec()
 
 
 class _Walker:

@@ -7,12 +7,15 @@ rules as librarian's own: formats, names, bounds, no symlinks or special files, 
 from __future__ import annotations
 
 import functools
+import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from librarian.content.secretscan import secret_problem
 from librarian.content.validate import validate_item
+from librarian.core.gitpaths import collisions, path_problem, visible
 from librarian.core.model import (
     DRAFTS_DIR,
     KIND_DIRS,
@@ -28,6 +31,7 @@ from librarian.formats.config import (
     LIBRARY_FILE,
     LOCK_FILE,
     TOOLS_FILE,
+    LockedSource,
     ToolEntry,
     load_library_config,
     load_lock,
@@ -41,6 +45,7 @@ from librarian.store.plugin import expected_plugin_files, plugin_problems
 Loader = Callable[[], bytes]
 #: (posix path in the library, git mode, content loader)
 Entry = tuple[str, int, Loader]
+_LINK = 0o120000
 
 
 @dataclass(frozen=True)
@@ -56,22 +61,92 @@ class CheckReport:
         return not self.problems
 
 
+def _no_bytes() -> bytes:
+    return b""
+
+
 def _work_entries(root: Path) -> Iterable[Entry]:
+    """The item folders' files and every top-level file (not following links); a link
+    anywhere is yielded as one (mode 120000) so the checks name it."""
+    with os.scandir(root) as listing:
+        top = sorted((e.name, e.stat(follow_symlinks=False)) for e in listing if e.name != ".git")
+    for name, st in top:
+        if stat.S_ISLNK(st.st_mode):
+            yield name, _LINK, _no_bytes
+        elif stat.S_ISREG(st.st_mode):
+            yield name, _file_mode(st), (root / name).read_bytes
+        elif not stat.S_ISDIR(st.st_mode):
+            yield name, stat.S_IFMT(st.st_mode), _no_bytes
     for directory in (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR):
         base = root / directory
-        if not base.is_dir():
+        if base.is_symlink() or not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
             st = path.lstat()
             if stat.S_ISDIR(st.st_mode):
                 continue
-            mode = st.st_mode if not stat.S_ISREG(st.st_mode) else (
-                0o100755 if st.st_mode & stat.S_IXUSR else 0o100644)
+            mode = st.st_mode if not stat.S_ISREG(st.st_mode) else _file_mode(st)
             yield path.relative_to(root).as_posix(), mode, path.read_bytes
-    for name in (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE, PLUGIN_FILE, MARKETPLACE_FILE):
+    for name in (PLUGIN_FILE, MARKETPLACE_FILE):  # the top-level files came first
         path = root / name
         if not path.parent.is_symlink() and path.is_file() and not path.is_symlink():
             yield name, 0o100644, path.read_bytes
+
+
+def _file_mode(st: os.stat_result) -> int:
+    return 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644
+
+
+def _stray_problems(entries: Sequence[Entry], allowed: frozenset[str]) -> list[str]:
+    """What git or another OS would trip on outside the items (those are judged whole by
+    ``validate_item``): links, special files, paths git reads as .git, secrets, and names
+    colliding by case or normalisation at the top two levels."""
+    problems: list[str] = []
+    item_dirs = (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR)
+    for path, mode, load in entries:
+        parts = path.split("/")
+        if len(parts) > 1 and parts[0] in item_dirs:
+            if len(parts) > 2 and parts[0] == SOURCES_DIR:
+                problem = path_problem("/".join(parts[:-1]))
+                if problem is not None:
+                    problems.append(f"{visible(path)}: {problem}")
+            continue
+        if mode not in (0o100644, 0o100755):
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            problems.append(f"{visible(path)}: {kind}; a library holds regular files only")
+            continue
+        problem = path_problem(path)
+        if problem is not None:
+            problems.append(f"{visible(path)}: {problem}")
+            continue
+        reason = secret_problem(path, load(), allowed)
+        if reason is not None:
+            problems.append(f"{path}: looks like a secret ({reason})")
+    for first, other in collisions(path for path, _, _ in entries):
+        if other.count("/") < 2:
+            problems.append(f"{visible(other)}: one name with {visible(first)} on macOS and "
+                            "Windows (case or Unicode normalisation)")
+    return problems
+
+
+def _lock_problems(locked: Mapping[str, LockedSource], digests: Mapping[str, str],
+                   judged: Iterable[str]) -> list[str]:
+    """Each locked item's digest must be the digest of what is installed (an item found
+    invalid is reported already and has no digest)."""
+    present = set(judged)
+    problems = []
+    for source, entry in sorted(locked.items()):
+        for upstream, digest in sorted(entry.items.items()):
+            path = f"{SOURCES_DIR}/{source}/{upstream}"
+            actual = digests.get(path)
+            if actual is None and path in present:
+                continue
+            if actual is None:
+                problems.append(f"{LOCK_FILE}: {source} pins {upstream}, which is not installed")
+            elif actual != digest:
+                problems.append(f"{LOCK_FILE}: {source} pins {upstream} at {digest}, but "
+                                f"{path} holds {actual}")
+    return problems
 
 
 def _index_entries(
@@ -111,7 +186,7 @@ def _managed_root(path: str) -> str:
 
 
 def _check_item(path: str, entries: list[Entry], policy: Policy,
-                warnings: list[str]) -> list[str]:
+                warnings: list[str], digests: dict[str, str]) -> list[str]:
     files, problems = [], []
     for entry_path, mode, load in entries:
         relative = entry_path[len(path) + 1:]
@@ -133,6 +208,7 @@ def _check_item(path: str, entries: list[Entry], policy: Policy,
         problems.extend(_qualified(path, p, known) for p in found)
         return problems
     warnings.extend(_qualified(path, w, {f.path for f in files}) for w in content.warnings)
+    digests[path] = content.digest
     if directory in KIND_DIRS.values() and KIND_DIRS[content.kind] != directory:
         problems.append(f"{path}: a {content.kind} (holds {MANIFEST_FILES[content.kind]}) "
                         f"does not belong in {directory}/")
@@ -179,12 +255,14 @@ def check_library(
                 policy = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE).policy
             except LibrarianError as exc:
                 problems.append(exc.message)
+        problems.extend(_stray_problems(entries, frozenset(policy.allowed_secrets)))
         tools: dict[str, ToolEntry] = {}
+        locked: dict[str, LockedSource] = {}
         try:
             if TOOLS_FILE in top:
                 tools = load_tools(top[TOOLS_FILE][2](), TOOLS_FILE)
             if LOCK_FILE in top:
-                load_lock(top[LOCK_FILE][2](), LOCK_FILE)
+                locked = load_lock(top[LOCK_FILE][2](), LOCK_FILE)
         except LibrarianError as exc:
             problems.append(exc.message)
         items = _merge_managed(items)
@@ -193,8 +271,9 @@ def check_library(
         problems.extend(plugin_problems(manifests, expected, skill_dirs))
         seen: dict[str, str] = {}
         warnings: list[str] = []
+        digests: dict[str, str] = {}
         for path in sorted(items):
-            problems.extend(_check_item(path, items[path], policy, warnings))
+            problems.extend(_check_item(path, items[path], policy, warnings, digests))
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -205,5 +284,6 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
+        problems.extend(_lock_problems(locked, digests, items))
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
                        tuple(warnings))

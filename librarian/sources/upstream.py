@@ -11,6 +11,7 @@ an update reads only the items that changed upstream.
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
 from librarian.content.validate import validate_item
 from librarian.content.worktree import hash_files
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
+from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.config import SourceConfig
@@ -76,8 +78,9 @@ def compile_patterns(patterns: tuple[str, ...], what: str) -> IgnoreMatcher | No
 
         spec: IgnoreMatcher = pathspec.GitIgnoreSpec.from_lines(list(patterns))
         return spec
-    except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
-        raise UsageError(f"invalid {what} pattern: {exc}") from None
+    except (ValueError, TypeError, re.error) as exc:  # '**/[z-a]' fails in re, not pathspec
+        raise UsageError(f"invalid {what} pattern: {exc}",
+                         hint="patterns use gitignore syntax") from None
 
 
 def selected(path: str, include: IgnoreMatcher | None,
@@ -97,6 +100,9 @@ def _unsafe_part(part: str) -> str | None:
         return f"{part!r} holds a path separator or NUL"
     if part.lower() == ".git":
         return "a .git directory cannot be stored"
+    problem = segment_problem(part)  # git's own rules: git~1, .g\u200cit, CON, …
+    if problem is not None:
+        return f"{visible(part)!r} {problem}"
     try:
         part.encode("utf-8")
     except UnicodeEncodeError:

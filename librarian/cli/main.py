@@ -6,8 +6,10 @@ and nowhere else.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -107,15 +109,40 @@ def main(argv: list[str] | None = None) -> int:
         _fail("interrupted", 130, None, as_json)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            _bug(exc, as_json)
+        _fail(f"{_disk_of(exc.filename)} is full ({exc.strerror})", 3,
+              "free some space and run the command again; `librarian recover` finishes or "
+              "rolls back anything it interrupted", as_json)
     except Exception as exc:  # the one place a bug is turned into exit 1
-        if os.environ.get("LIBRARIAN_DEBUG"):
-            import traceback  # only on this path: it costs ~20 ms to import
-
-            traceback.print_exc()
-        _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
-              "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
-              as_json)
+        _bug(exc, as_json)
     return int(result) if isinstance(result, int) else 0
+
+
+#: A full disk or quota, or a file-size limit (RLIMIT_FSIZE): not a bug, exit 3.
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _disk_of(filename: object) -> str:
+    """'the disk holding /x (mounted at /)' for the file a write failed on."""
+    if not isinstance(filename, (str, bytes)) or not filename:
+        return "the disk"
+    path = Path(os.fsdecode(filename)).absolute()
+    mount = path
+    while not mount.is_mount() and mount != mount.parent:
+        mount = mount.parent
+    return f"the disk holding {path} (mounted at {mount})"
+
+
+def _bug(exc: BaseException, as_json: bool) -> NoReturn:
+    if os.environ.get("LIBRARIAN_DEBUG"):
+        import traceback  # only on this path: it costs ~20 ms to import
+
+        traceback.print_exc()
+    _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
+          "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
+          as_json)
 
 
 def entry() -> None:

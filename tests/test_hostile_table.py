@@ -363,13 +363,13 @@ CASES = [
     Case("lock-bomb", _locked(lambda t: t + "x:\n" + "".join(
         "  " + line for line in LAUGHS.splitlines(True))), 2, "problem"),
     # the journal: untrusted input
-    Case("journal-tx-escape", _journal(tx="../../../../victim"), 2, "transaction id"),
-    Case("journal-path-escape", _journal(paths=["../victim2"]), 2, "not a library path"),
-    Case("journal-path-dotgit", _journal(paths=[".git/config"]), 2, "not a library path"),
-    Case("journal-branch", _journal(branch="refs/heads/../../x"), 2, "branch"),
-    Case("journal-new", _journal(new="HEAD"), 2, "object id"),
-    Case("journal-list", _journal(whole=["tx"]), 2, "JSON object"),
-    Case("recover-forged", _recover_forged, 2, "transaction id"),
+    Case("journal-tx-escape", _journal(tx="../../../../victim"), 2, "not written by librarian"),
+    Case("journal-path-escape", _journal(paths=["../victim2"]), 2, "not written by librarian"),
+    Case("journal-path-dotgit", _journal(paths=[".git/config"]), 2, "not written by librarian"),
+    Case("journal-branch", _journal(branch="refs/heads/../../x"), 2, "not written by librarian"),
+    Case("journal-new", _journal(new="HEAD"), 2, "not written by librarian"),
+    Case("journal-list", _journal(whole=["tx"]), 2, "not written by librarian"),
+    Case("recover-forged", _recover_forged, 2, "not written by librarian"),
 ]
 
 

@@ -74,7 +74,7 @@ def test_stale_empty_base_is_refused(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", str(repo))
     lib = Library(repo)
-    with pytest.raises(ConflictError), Transaction(lib) as tx:
+    with pytest.raises(ConflictError), Transaction(lib, first=True) as tx:
         git(repo, "commit", "--allow-empty", "-q", "-m", "born elsewhere")
         before = library_state(repo)
         tx.put_file("extra.yaml", b"a: 1\n")

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno not in _DISK_FULL:
             _bug(exc, as_json)
-        _fail(f"{_disk_of(exc.filename)} is full ({exc.strerror})", 3,
+        _fail(f"{_disk_of(exc.filename, args)} is full ({exc.strerror})", 3,
               "free some space and run the command again; `librarian recover` finishes or "
               "rolls back anything it interrupted", as_json)
     except Exception as exc:  # the one place a bug is turned into exit 1
@@ -124,11 +124,15 @@ def main(argv: list[str] | None = None) -> int:
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def _disk_of(filename: object) -> str:
-    """'the disk holding /x (mounted at /)' for the file a write failed on."""
-    if not isinstance(filename, (str, bytes)) or not filename:
-        return "the disk"
-    path = Path(os.fsdecode(filename)).absolute()
+def _disk_of(filename: object, args: list[str]) -> str:
+    """'the disk holding /x (mounted at /)' for the file a write failed on, else for the
+    library the command names (a failed write() carries no file name)."""
+    if isinstance(filename, (str, bytes)) and filename:
+        path = Path(os.fsdecode(filename)).absolute()
+    elif "--library" in args[:-1]:
+        path = Path(args[args.index("--library") + 1]).absolute()
+    else:
+        path = Path(os.environ.get("LIBRARIAN_LIBRARY") or Path.cwd()).absolute()
     mount = path
     while not mount.is_mount() and mount != mount.parent:
         mount = mount.parent

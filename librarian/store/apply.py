@@ -29,6 +29,7 @@ from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.store.changes import Change, DirChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.store.leftovers import index_marker
 from librarian.store.library import Library
 
 
@@ -164,7 +165,7 @@ def swap_in(
         elif not (target.exists()):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
-    _update_index(library, store, paths, new_tree, work)
+    _update_index(library, store, tx, paths, new_tree, work)
 
 
 def _make_parents(directory: Path) -> None:
@@ -189,7 +190,7 @@ def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
 
 
 def _update_index(
-    library: Library, store: GitStore, paths: Sequence[str], new_tree: ObjectId,
+    library: Library, store: GitStore, tx: str, paths: Sequence[str], new_tree: ObjectId,
     work_of: Mapping[int, ObjectId],
 ) -> None:
     entries: list[IndexEntry] = []
@@ -209,6 +210,8 @@ def _update_index(
         else:
             entries.append(IndexEntry(path, bytes.fromhex(desired.sha.decode()), desired.mode,
                                       target.lstat()))
+    marker = index_marker(library)
+    marker.write_text(tx)  # names git's index.lock as this transaction's (see leftovers)
     try:
         splice_index(library.index_path, remove_prefixes=list(paths), add=entries)
     except IndexLockedError:
@@ -219,6 +222,8 @@ def _update_index(
         ) from None
     except IndexFormatError as exc:
         raise UsageError(f"cannot update the git index: {exc}") from None
+    finally:
+        marker.unlink(missing_ok=True)
 
 
 def _modified_entries(store: GitStore, target: Path, path: str, committed_tree: ObjectId,

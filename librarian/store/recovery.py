@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 
 from librarian.store.apply import discard, swap_in
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.journal import Journal
+from librarian.store.leftovers import clear_leftovers
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
 
@@ -20,8 +22,11 @@ def recover_library(library: Library) -> str | None:
 def recover(library: Library, store: GitStore) -> str | None:
     """Finish or roll back an interrupted transaction. Returns what was done, or None."""
     journal = Journal.read(library)
+    cleared = clear_leftovers(library, journal)
     if journal is None:
-        return _sweep(library)
+        swept = _sweep(library)
+        return swept or ("removed files a killed command left: " + ", ".join(cleared)
+                         if cleared else None)
     new = journal.new.encode()
     head = store.ref(journal.branch.encode("utf-8", "surrogateescape"))
     if head is not None and _reaches(store, head, new):
@@ -45,6 +50,9 @@ def _sweep(library: Library) -> str | None:
     ]
     for entry in leftovers:
         shutil.rmtree(entry, ignore_errors=True)
+    for directory in (library.stage_dir, library.trash_dir):
+        with contextlib.suppress(OSError):  # empty now: librarian makes it when it needs it
+            directory.rmdir()
     return "removed the staging area of a change that never started" if leftovers else None
 
 

@@ -1,0 +1,67 @@
+"""Files a killed librarian command leaves behind, and only those, cleared by recovery.
+
+Recovery runs under the library lock, so no other librarian command is running; plain git
+may be. Each rule below therefore names a file no git command makes, or one whose content
+proves librarian made it:
+
+- ``.git/librarian/.*.tmp``: ``atomic_write``'s temporary files (the journal's, the
+  approvals'); ``.git/librarian`` is librarian's alone.
+- ``.git/objects/??/<id>.lock``, ``objects/pack/tmp*.pack`` and ``pack-*.idx.lock``:
+  dulwich's while it writes a loose object or a pack (git's own are ``tmp_obj_*``,
+  ``tmp_pack_*`` and ``tmp_idx_*``); and ``.git/refs/librarian/**/*.lock``: refs only
+  librarian moves.
+- ``.git/<branch>.lock`` holding nothing or the journal's new commit: the compare-and-swap
+  of a journaled transaction, killed between taking git's lock and renaming it.
+- ``.git/index.lock`` while ``.git/librarian/index-splice`` names the journal's
+  transaction: the index splice of that transaction (``apply`` writes the marker just
+  before it takes git's lock and removes it after the rename).
+
+Anything else stays, and the command that trips on it names it (exit 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from librarian.store.journal import Journal
+from librarian.store.library import Library
+
+#: Written by ``apply`` around the index splice: the transaction id.
+INDEX_MARKER = "index-splice"
+
+
+def index_marker(library: Library) -> Path:
+    return library.state_dir / INDEX_MARKER
+
+
+def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:
+    """Remove what a killed librarian command left; the paths removed, relative to .git."""
+    git_dir = library.git_dir
+    found: list[Path] = []
+    if library.state_dir.is_dir():
+        found += [p for p in library.state_dir.glob(".*.tmp") if p.is_file()]
+    found += [p for p in (git_dir / "objects").glob("??/*.lock") if p.is_file()]
+    packs = git_dir / "objects" / "pack"
+    found += [p for pattern in ("tmp*.pack", "pack-*.lock") for p in packs.glob(pattern)
+              if p.is_file()]
+    own_refs = git_dir / "refs" / "librarian"
+    if own_refs.is_dir():
+        found += [p for p in own_refs.rglob("*.lock") if p.is_file()]
+    marker = index_marker(library)
+    if journal is not None:
+        branch_lock = git_dir.joinpath(*f"{journal.branch}.lock".split("/"))
+        with contextlib.suppress(OSError):
+            if branch_lock.read_bytes().strip() in (b"", journal.new.encode()):
+                found.append(branch_lock)
+        with contextlib.suppress(OSError):
+            if marker.read_text().strip() == journal.tx and (git_dir / "index.lock").is_file():
+                found.append(git_dir / "index.lock")
+    removed = []
+    for path in found:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.relative_to(git_dir).as_posix())
+    if journal is None:  # no transaction in flight: a marker left is stale
+        marker.unlink(missing_ok=True)
+    return removed

@@ -347,6 +347,8 @@ CASES = [
     Case("staged-tools-evil-name", _staged({"tools.yaml": "tools:\n  Evil/../x:\n    recipe: "
                                             "recipes/x\n    digest: sha256:" + "a" * 64}),
          2, "problem"),
+    Case("check-skills-linked", _linked_top("skills", "check"), 2, "problem"),
+    Case("check-sources-linked", _linked_top("sources", "check"), 2, "problem"),
     # run through a hostile tools.yaml or local state
     Case("run-evil-tool-name", _committed_tools("Evil/../x"), 2, "tool name"),
     Case("run-recipe-outside", _committed_tools("count", recipe="recipes/../../x"), 2,

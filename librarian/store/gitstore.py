@@ -120,8 +120,10 @@ class GitStore:
             else:
                 moved = refs.set_if_equals(Ref(name), ObjectID(old), ObjectID(new), message=message)
         except FileLocked:
+            lock = f".git/{name.decode()}.lock"
             raise ConflictError(
-                f"{name.decode()} is locked by another git process", hint="retry in a moment"
+                f"{name.decode()} is locked by another git process ({lock} exists)",
+                hint=f"retry in a moment; if no git command is running, remove {lock}",
             ) from None
         if not moved:
             raise ConflictError(

@@ -5,7 +5,8 @@ may be. Each rule below therefore names a file no git command makes, or one whos
 proves librarian made it:
 
 - ``.git/librarian/.*.tmp``: ``atomic_write``'s temporary files (the journal's, the
-  approvals'); ``.git/librarian`` is librarian's alone.
+  approvals'); ``.git/librarian`` is librarian's alone. ``.git/hooks/.<hook>.*.tmp`` for
+  the hooks librarian ships: a killed ``hooks install``.
 - ``.git/objects/??/<id>.lock``, ``objects/pack/tmp*.pack`` and ``pack-*.idx.lock``:
   dulwich's while it writes a loose object or a pack (git's own are ``tmp_obj_*``,
   ``tmp_pack_*`` and ``tmp_idx_*``); and ``.git/refs/librarian/**/*.lock``: refs only
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from librarian.core.resources import hooks_dir
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 
@@ -45,6 +47,9 @@ def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:
     packs = git_dir / "objects" / "pack"
     found += [p for pattern in ("tmp*.pack", "pack-*.lock") for p in packs.glob(pattern)
               if p.is_file()]
+    hooks = {p.name for p in hooks_dir().iterdir()}
+    found += [p for p in (git_dir / "hooks").glob(".*.tmp")
+              if p.name[1:].split(".", 1)[0] in hooks and p.is_file()]
     own_refs = git_dir / "refs" / "librarian"
     if own_refs.is_dir():
         found += [p for p in own_refs.rglob("*.lock") if p.is_file()]

@@ -204,6 +204,10 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
         if problems:
             failures.append(f"k={k}/{steps}: " + "; ".join(problems))
         shutil.rmtree(trial, ignore_errors=True)
+    report = os.environ.get("LIBRARIAN_KILL_REPORT")
+    if report:  # one line per command: name, write steps, kills run
+        with Path(report).open("a") as handle:
+            handle.write(f"{name} {steps} {len(_steps(steps))}\n")
     assert not failures, "\n".join(failures)
 
 

@@ -60,3 +60,23 @@ def test_locks_git_may_hold_stay_and_are_named(
                       str(make_skill(sources, "blocked")))
     assert result.code == 3
     assert ".git/refs/heads/main.lock" in assert_one_error_line(result.err)
+
+
+def test_the_index_is_held_from_before_the_branch_moves(
+        library: Path, sources: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed right after the branch moved: git's index.lock is still librarian's, so a
+    plain `git commit` cannot build on the old index (and drop the retained item); recovery
+    clears the lock and finishes the index."""
+    from helpers import assert_git_consistent, git, run_process
+
+    killed = run_process("--library", str(library), "retain", str(make_skill(sources, "held")),
+                         env={"LIBRARIAN_CRASH_AT": "after-cas"})
+    assert killed.returncode == -9
+    plain = git(library, "commit", "--allow-empty", "-q", "-m", "plain", check=False)
+    assert plain.returncode != 0 and b"index.lock" in plain.stderr
+    assert run_main(capsys, "--library", str(library), "recover").code == 0
+    assert not (library / ".git" / "index.lock").exists()
+    assert_git_consistent(library)
+    git(library, "commit", "--allow-empty", "-q", "-m", "plain")
+    listing = git_text(library, "ls-tree", "-r", "--name-only", "HEAD")
+    assert "skills/held/SKILL.md" in listing

@@ -29,7 +29,7 @@ from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.store.changes import Change, DirChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
-from librarian.store.leftovers import index_marker
+from librarian.store.leftovers import HELD_INDEX, index_marker
 from librarian.store.library import Library
 
 
@@ -139,10 +139,12 @@ def swap_in(
     new_tree: ObjectId,
     done: list[tuple[str, int]] | None = None,
     work: Mapping[int, ObjectId] | None = None,
+    held: bool = False,
 ) -> None:
     """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
     records each rename ("moved" old content to trash, "placed" new content) for ``_undo``;
-    ``work`` maps the slots whose work tree is not the commit's to the tree it gets."""
+    ``work`` maps the slots whose work tree is not the commit's to the tree it gets;
+    ``held``: this process holds git's index.lock (``hold_index``)."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
     work = work or {}
@@ -165,7 +167,7 @@ def swap_in(
         elif not (target.exists()):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
-    _update_index(library, store, tx, paths, new_tree, work)
+    _update_index(library, store, tx, paths, new_tree, work, held)
 
 
 def _make_parents(directory: Path) -> None:
@@ -189,9 +191,36 @@ def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
     fsync_dir(target.parent)
 
 
+def hold_index(library: Library, tx: str) -> None:
+    """Take git's index.lock before the branch moves and keep it until the index is
+    written, as git does: a plain ``git commit`` in between would build on the old index.
+    It holds ``HELD_INDEX`` + the transaction until the new index is written into it, so
+    recovery knows it as librarian's. A lock held already is exit 3, nothing changed."""
+    lock = library.git_dir / "index.lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise ConflictError(
+            "the git index is locked (.git/index.lock exists); nothing was changed",
+            hint="another git command is running; if none is, remove .git/index.lock",
+        ) from None
+    try:
+        os.write(fd, HELD_INDEX + tx.encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+def release_index(library: Library) -> None:
+    """Give back a lock ``hold_index`` took (when the change did not go ahead)."""
+    lock = library.git_dir / "index.lock"
+    with contextlib.suppress(OSError):
+        if lock.read_bytes().startswith(HELD_INDEX):
+            lock.unlink()
+
+
 def _update_index(
     library: Library, store: GitStore, tx: str, paths: Sequence[str], new_tree: ObjectId,
-    work_of: Mapping[int, ObjectId],
+    work_of: Mapping[int, ObjectId], held: bool = False,
 ) -> None:
     entries: list[IndexEntry] = []
     for number, path in enumerate(paths):
@@ -213,7 +242,7 @@ def _update_index(
     marker = index_marker(library)
     marker.write_text(tx)  # names git's index.lock as this transaction's (see leftovers)
     try:
-        splice_index(library.index_path, remove_prefixes=list(paths), add=entries)
+        splice_index(library.index_path, remove_prefixes=list(paths), add=entries, held=held)
     except IndexLockedError:
         raise ConflictError(
             "the git index is locked (.git/index.lock exists)",

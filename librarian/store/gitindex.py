@@ -196,12 +196,15 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
 
 
 def _write_locked(
-    index_path: Path, build: Callable[[bytes | None], list[bytes | memoryview]]
+    index_path: Path, build: Callable[[bytes | None], list[bytes | memoryview]],
+    held: bool = False,
 ) -> None:
-    """Take git's lock, read the current index (None if absent), write what ``build`` returns."""
+    """Take git's lock (or use it, when ``held`` by this process since before the branch
+    moved), read the current index (None if absent), write what ``build`` returns."""
     lock = index_path.with_name(index_path.name + ".lock")
     try:
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        flags = os.O_WRONLY | os.O_TRUNC if held else os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        fd = os.open(lock, flags, 0o666)
     except FileExistsError:
         raise IndexLockedError(f"{lock} exists: another git command holds the index") from None
     try:
@@ -230,7 +233,8 @@ def _write_locked(
 
 
 def splice_index(
-    index_path: Path, *, remove_prefixes: Sequence[str], add: Sequence[IndexEntry]
+    index_path: Path, *, remove_prefixes: Sequence[str], add: Sequence[IndexEntry],
+    held: bool = False,
 ) -> None:
     """Remove every entry at or under each of ``remove_prefixes``, then insert ``add``.
 
@@ -248,7 +252,7 @@ def splice_index(
             return _splice_dulwich(scan, dels, add)
         return _splice_raw(scan, dels, positions, adds)
 
-    _write_locked(index_path, build)
+    _write_locked(index_path, build, held)
 
 
 def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:

@@ -21,8 +21,7 @@ SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
 SCHEMES = frozenset({"file", "git", "http", "https", *SSH_SCHEMES})  # what dulwich speaks
 _SCHEME_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^?#]*)(.*)$", re.S)
 _SCP_URL = re.compile(r"^(?:([^/@]*)@)?([^/@:]+):(.*)$", re.S)  # [user@]host:path, as dulwich
-# git's <transport>::<address> (remote helpers ext::, fd::…), which dulwich reads as ssh
-HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
+HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::…: dulwich reads ssh
 
 
 @dataclass(frozen=True)
@@ -106,10 +105,8 @@ def url_problem(url: str) -> str | None:
     """Why the remote ``url`` (not a local path) must not be committed to library.yaml
     (credentials, options smuggled to ssh, a scheme dulwich does not speak), without
     quoting any secret; None when it is fine."""
-    helper = HELPER_URL.match(url)
-    if helper is not None:
-        return (f"the transport {helper.group(0)!r} (a git remote helper) is not one "
-                f"librarian speaks (use {', '.join(sorted(SCHEMES))} or a local path)")
+    if HELPER_URL.match(url):
+        return f"the transport {url.split('::')[0]!r}:: (a git remote helper) is not spoken"
     remote = parse_remote(url)
     if remote is None:
         return "the URL cannot be read as scheme://host/path or [user@]host:path"
@@ -187,8 +184,7 @@ def fetch_ref(
 
     shown = strip_credentials(url)
     if hostile_host(url) or HELPER_URL.match(url):  # never hand ssh an option, nor a helper
-        reason = url_problem(url) if HELPER_URL.match(url) else (
-            "its host or user starts with '-', which ssh would read as an option")
+        reason = url_problem(url) or "its host or user starts with '-', read by ssh as an option"
         raise UsageError(f"cannot fetch {shown}: {reason}", hint="check the source's URL")
     found: dict[str, bytes] = {}
 

@@ -13,9 +13,10 @@ proves librarian made it:
   librarian moves.
 - ``.git/<branch>.lock`` holding nothing or the journal's new commit: the compare-and-swap
   of a journaled transaction, killed between taking git's lock and renaming it.
-- ``.git/index.lock`` while ``.git/librarian/index-splice`` names the journal's
-  transaction: the index splice of that transaction (``apply`` writes the marker just
-  before it takes git's lock and removes it after the rename).
+- ``.git/index.lock`` holding ``HELD_INDEX``: taken by ``apply.hold_index`` before the
+  branch moved; or while ``.git/librarian/index-splice`` names the journal's transaction:
+  the new index being written into it (the marker is written just before and removed
+  after the rename).
 
 Anything else stays, and the command that trips on it names it (exit 3).
 """
@@ -31,6 +32,9 @@ from librarian.store.library import Library
 
 #: Written by ``apply`` around the index splice: the transaction id.
 INDEX_MARKER = "index-splice"
+#: What ``apply.hold_index`` writes into git's index.lock while it holds it (an index
+#: starts with "DIRC", so no git command writes this).
+HELD_INDEX = b"librarian holds the index for transaction "
 
 
 def index_marker(library: Library) -> Path:
@@ -54,6 +58,9 @@ def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:
     if own_refs.is_dir():
         found += [p for p in own_refs.rglob("*.lock") if p.is_file()]
     marker = index_marker(library)
+    with contextlib.suppress(OSError):
+        if (git_dir / "index.lock").read_bytes().startswith(HELD_INDEX):
+            found.append(git_dir / "index.lock")
     if journal is not None:
         branch_lock = git_dir.joinpath(*f"{journal.branch}.lock".split("/"))
         with contextlib.suppress(OSError):

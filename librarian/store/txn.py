@@ -32,7 +32,7 @@ from types import TracebackType
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import format_message
 from librarian.core.model import ItemFile
-from librarian.errors import ConflictError, LibrarianError, UsageError
+from librarian.errors import LibrarianError, UsageError
 from librarian.store import apply
 from librarian.store.changes import (
     Change,
@@ -213,16 +213,14 @@ class Transaction:
                                 format_message(subject, trailers))
         store.flush(new)
         crash_point("after-objects")
-        if (library.git_dir / "index.lock").exists():
-            # Checked before the branch moves: once it has, the change is made.
-            raise ConflictError(
-                "the git index is locked (.git/index.lock exists); nothing was changed",
-                hint="another git command is running; if none is, remove .git/index.lock",
-            )
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
                           new.decode(), tuple(c.path for c in self._changes),
                           work_trees(self._changes))
+        # Git's index.lock is taken before the branch moves (a held one: exit 3, nothing
+        # changed) and kept until the new index is in place, so no plain git command can
+        # commit from the old index in between.
+        apply.hold_index(library, journal.tx)
         try:
             apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)
             journal.write(library)
@@ -233,18 +231,20 @@ class Transaction:
             # returned: then the change is made and the journal must stay for recovery.
             if store.ref(store.branch()) != new:
                 apply.discard(library, journal.tx)
+                apply.release_index(library)
             raise
         self._committed = True
         crash_point("after-cas")
         done: list[tuple[str, int]] = []
         try:
             apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done,
-                          journal.work_of())
+                          journal.work_of(), held=True)
         except (LibrarianError, OSError):
-            # A failure after the branch moved (a vanished directory, a full disk, an index
-            # locked since the check): put everything back so the command changed nothing.
-            # If even that fails, the journal stays and the next command finishes the change.
+            # A failure after the branch moved (a vanished directory, a full disk): put
+            # everything back so the command changed nothing. If even that fails, the
+            # journal stays and the next command finishes the change.
             apply.undo(library, store, journal.tx, journal.paths, done, base, new)
+            apply.release_index(library)
             raise
         crash_point("after-swap")
         apply.discard(library, journal.tx)

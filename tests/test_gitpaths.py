@@ -162,3 +162,23 @@ def test_path_problem_is_total_and_refuses_what_git_would(name: str) -> None:
         parts = name.split("/")
         assert all(p not in ("", ".", "..") for p in parts)
         assert not any(is_dotgit_name(p) or is_dotgitmodules(p) for p in parts)
+
+
+@given(st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max_size=8))
+def test_a_name_collides_with_its_other_case_and_its_decomposition(name: str) -> None:
+    import unicodedata
+
+    for other in (name.swapcase(), unicodedata.normalize("NFD", name),
+                  unicodedata.normalize("NFC", name), name + ZWNJ):
+        if other != name and "/" not in other:
+            assert collisions([name, other]) == [tuple(sorted((name, other)))] or collisions(
+                [name, other]) == [tuple(sorted((other, name)))]
+
+
+@given(st.lists(st.text("abAB/", min_size=1, max_size=5), max_size=8))
+def test_collisions_are_only_between_distinct_entries_of_one_folder(paths: list[str]) -> None:
+    paths = [p for p in paths if path_problem(p) is None]  # what validation lets through
+    for first, other in collisions(paths):
+        assert first != other
+        assert first.rpartition("/")[0] == other.rpartition("/")[0]
+        assert first.lower() == other.lower()

@@ -183,6 +183,8 @@ def collisions(paths: Iterable[str]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for entry in sorted(entries):
         parent, _, name = entry.rpartition("/")
+        if not name:
+            continue  # an empty segment: path_problem refuses the path itself
         key = (parent, fold_key(name))
         other = seen.get(key)
         if other is None:

@@ -37,7 +37,9 @@ from librarian.sources.update import update
 from librarian.store.library import Library
 
 KILLER = Path(__file__).with_name("killer.py")
+# Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
 EVERY = os.environ.get("LIBRARIAN_KILL_EVERY") == "1"
+REPORT = os.environ.get("LIBRARIAN_KILL_REPORT")
 pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge")
 
 
@@ -204,9 +206,8 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
         if problems:
             failures.append(f"k={k}/{steps}: " + "; ".join(problems))
         shutil.rmtree(trial, ignore_errors=True)
-    report = os.environ.get("LIBRARIAN_KILL_REPORT")
-    if report:  # one line per command: name, write steps, kills run
-        with Path(report).open("a") as handle:
+    if REPORT:  # one line per command: name, write steps, kills run
+        with Path(REPORT).open("a") as handle:
             handle.write(f"{name} {steps} {len(_steps(steps))}\n")
     assert not failures, "\n".join(failures)
 

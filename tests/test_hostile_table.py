@@ -309,7 +309,7 @@ CASES = [
     Case("retain-during-rebase", _git_state("rebase"), 2, "rebase"),
     Case("retain-conflicted-index", _git_state("conflict"), 2, "conflicts"),
     Case("retain-core-worktree", _git_state("worktree"), 2, "core.worktree"),
-    Case("retain-unborn-branch", _git_state("unborn"), 2, "no commit"),
+    Case("retain-unborn-branch", _git_state("unborn"), 2, "not committed"),
     # library.yaml
     Case("policy-10e30", _library_yaml("max_file_bytes: " + "1" + "0" * 30), 2, "whole number"),
     Case("policy-2e62", _library_yaml(f"max_item_files: {2 ** 62}"), 2, "whole number"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from librarian.content.validate import load_source, validate_item
@@ -9,7 +10,7 @@ from librarian.core.events import trailers
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
-from librarian.errors import ConflictError
+from librarian.errors import ConflictError, UsageError
 from librarian.store.changes import CommitResult
 from librarian.store.library import Library
 from librarian.store.snapshot import head_policy
@@ -25,6 +26,46 @@ def evidence_text(evidence: str | None) -> str:
 
 def receipt_kind(content: ItemContent, draft: bool) -> str:
     return "draft" if draft else f"retained_{content.kind}"
+
+
+def in_place(library: Library, source: Path) -> tuple[str, str] | None:
+    """(directory, name) when ``source`` is an item directory inside the library itself
+    (``skills/x``, ``recipes/x`` or ``drafts/x``, written there by hand or by an agent)."""
+    try:
+        relative = Path(os.path.normpath(source.absolute())).relative_to(
+            os.path.normpath(library.root.absolute()))
+    except ValueError:
+        return None
+    parts = relative.parts
+    if len(parts) != 2 or parts[0] not in (*KIND_DIRS.values(), DRAFTS_DIR):
+        return None
+    return parts[0], parts[1]
+
+
+def _place(library: Library, source: Path, content: ItemContent,
+           draft: bool) -> tuple[str, bool, bool]:
+    """(item path, draft, adopt): where the item goes and whether it is adopted in place."""
+    standing = in_place(library, source) if source.is_dir() else None
+    if standing is None:
+        directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
+        return f"{directory}/{content.name}", draft, False
+    directory, dirname = standing
+    where = f"{directory}/{dirname}"
+    if dirname != content.name:
+        raise UsageError(
+            f"{where} holds the {content.kind} {content.name!r}: an item is admitted where "
+            "it stands only under its own name",
+            hint=f"rename the directory to {directory}/{content.name}")
+    if directory == DRAFTS_DIR:
+        return where, True, True
+    if draft:
+        raise UsageError(f"{where} is not in drafts/: --draft cannot admit it where it stands",
+                         hint=f"move it to drafts/{content.name} first, or leave out --draft")
+    if directory != KIND_DIRS[content.kind]:
+        raise UsageError(f"{where} holds a {content.kind}, which belongs in "
+                         f"{KIND_DIRS[content.kind]}/",
+                         hint=f"move it to {KIND_DIRS[content.kind]}/{content.name}")
+    return where, False, True
 
 
 def retain(
@@ -43,8 +84,9 @@ def retain(
     with Transaction(library) as tx:
         if tx.base.policy != policy:
             content = load_source(source, tx.base.policy, name=name)
-        result = _admit(tx, content, draft, evidence)
-    return _receipt(library, content, draft, result.commit)
+        item_path, draft, adopt = _place(library, source, content, draft)
+        result = _admit(tx, content, draft, evidence, item_path, adopt=adopt)
+    return _receipt(library, content, draft, result.commit, item_path, in_place=adopt)
 
 
 def retain_files(library: Library, files: tuple[ItemFile, ...], *, name: str,
@@ -55,14 +97,13 @@ def retain_files(library: Library, files: tuple[ItemFile, ...], *, name: str,
     with Transaction(library) as tx:
         where = f"{DRAFTS_DIR if draft else 'item'}/{name}"
         content = validate_item(files, tx.base.policy, expected_name=name, where=where)
-        result = _admit(tx, content, draft, evidence)
-    return _receipt(library, content, draft, result.commit)
+        item_path = f"{DRAFTS_DIR if draft else KIND_DIRS[content.kind]}/{content.name}"
+        result = _admit(tx, content, draft, evidence, item_path)
+    return _receipt(library, content, draft, result.commit, item_path)
 
 
-def _admit(tx: Transaction, content: ItemContent, draft: bool,
-           evidence: str | None) -> CommitResult:
-    directory = DRAFTS_DIR if draft else KIND_DIRS[content.kind]
-    item_path = f"{directory}/{content.name}"
+def _admit(tx: Transaction, content: ItemContent, draft: bool, evidence: str | None,
+           item_path: str, *, adopt: bool = False) -> CommitResult:
     existing = tx.base.taken_by(content.name)
     if existing is not None:
         raise ConflictError(
@@ -71,14 +112,17 @@ def _admit(tx: Transaction, content: ItemContent, draft: bool,
             "or choose another name",
         )
     what = f"draft {content.kind}" if draft else content.kind
-    tx.put_dir(item_path, content.files)
+    if adopt:
+        tx.adopt_dir(item_path, content.files)  # exactly what was validated, in place
+    else:
+        tx.put_dir(item_path, content.files)
     return tx.commit(f"retain {what} {content.name}", trailers(
         "retain", item=item_path, kind=content.kind, digest=content.digest,
         evidence=evidence_text(evidence)))
 
 
-def _receipt(library: Library, content: ItemContent, draft: bool, commit: str) -> Receipt:
-    item_path = f"{DRAFTS_DIR if draft else KIND_DIRS[content.kind]}/{content.name}"
+def _receipt(library: Library, content: ItemContent, draft: bool, commit: str,
+             item_path: str, *, in_place: bool = False) -> Receipt:
     return Receipt(
         kind=receipt_kind(content, draft),
         name=content.name,
@@ -90,6 +134,7 @@ def _receipt(library: Library, content: ItemContent, draft: bool, commit: str) -
             "location": str(library.path_of(item_path)),
             "files": len(content.files),
             "bytes": content.total_bytes,
+            "in_place": adopt,
         },
         warnings=content.warnings,
     )

@@ -42,9 +42,12 @@ def _same_directory(a: Path, b: Path) -> bool:
 def revise(
     library: Library, name: str, source: Path, *, evidence: str | None = None
 ) -> Receipt:
-    """Replace a retained item's content with ``source`` (same kind, same name)."""
+    """Replace a retained item's (or a draft's) content with ``source`` (same kind, same
+    name)."""
     with Transaction(library) as tx:
-        item = require(tx.base, name, "retained", "revise")
+        item = tx.base.find(name)
+        if item.state != "draft":
+            item = require(tx.base, name, "retained", "revise")
         content = load_source(source, tx.base.policy)
         if content.kind != item.kind:
             raise UsageError(

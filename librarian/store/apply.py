@@ -45,6 +45,9 @@ def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | No
     committed = _committed_entry(store, base_tree, change.path)
     exists = target.exists() or target.is_symlink()
     if committed is None:
+        if exists and isinstance(change, DirChange) and change.adopt and change.files:
+            _check_adoptable(target, change)
+            return
         if exists:
             raise ConflictError(
                 f"{change.path} already exists in the work tree but is not committed",
@@ -70,6 +73,23 @@ def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | No
         raise ConflictError(
             f"{change.path} has local edits that this command would overwrite",
             hint="see `librarian diff`; commit or revert them first",
+            path=str(target),
+        )
+
+
+def _check_adoptable(target: Path, change: DirChange) -> None:
+    """Adopting an untracked directory: it must hold exactly the validated files, no more
+    (nothing ignored is dropped silently) and unchanged since they were read."""
+    assert change.files is not None
+    try:
+        work = hash_work_dir(target) if target.is_dir() and not target.is_symlink() else None
+    except NotRegularFile:
+        work = None
+    if work is None or work.tree_sha1 != hash_files(change.files).tree_sha1:
+        raise ConflictError(
+            f"{change.path} is untracked and holds more than (or other than) what retain "
+            "admits: files it ignores, links, or edits made while it was read",
+            hint="retain it from a copy outside the library, or remove the extra files",
             path=str(target),
         )
 

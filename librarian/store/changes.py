@@ -10,10 +10,13 @@ from librarian.store.gitstore import ObjectId
 
 @dataclass(frozen=True)
 class DirChange:
-    """Set a directory to ``files``; ``None`` removes it."""
+    """Set a directory to ``files``; ``None`` removes it. ``adopt``: the path is untracked
+    and the work tree already holds exactly ``files`` there (``retain`` of an item written in
+    place); the commit checks that instead of refusing an untracked path."""
 
     path: str
     files: tuple[ItemFile, ...] | None
+    adopt: bool = False
 
 
 @dataclass(frozen=True)

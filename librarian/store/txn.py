@@ -124,6 +124,11 @@ class Transaction:
         """Set the directory ``path`` to ``files`` (None removes it)."""
         self.change(DirChange(path, files))
 
+    def adopt_dir(self, path: str, files: tuple[ItemFile, ...]) -> None:
+        """Commit the untracked directory ``path`` as it stands; the commit checks the work
+        tree holds exactly ``files`` there (and refuses anything else, exit 3)."""
+        self.change(DirChange(path, files, adopt=True))
+
     def put_file(self, path: str, data: bytes | None) -> None:
         """Set the top-level file ``path`` to ``data`` (None removes it)."""
         self.change(FileChange(path, data))

@@ -1,11 +1,24 @@
-"""``log``: retention events with their trailers, newest first."""
+"""``log``: retention events with their trailers, newest first.
+
+``log NAME`` follows exactly one thing. An item is followed by its library path in the
+``Librarian-Item`` trailers, and across a promotion by ``Librarian-Previous-Item`` (the
+draft's path, for the events older than the promotion); ``pdf`` is the local item,
+``team:pdf`` the managed one, never another source's ``pdf``. A name that is no item (now or
+in the history) is a tool (``Librarian-Tool``) or a source (``Librarian-Source``); none of
+those is exit 2, as for ``cat``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
-from librarian.store.library import Library
+from librarian.errors import UsageError
+from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.library import Library, committed_items
+
+ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
 
 @dataclass(frozen=True)
@@ -20,38 +33,82 @@ class LogEntry:
     def trailer(self, key: str) -> str | None:
         return next((v for k, v in self.trailers if k == key), None)
 
+    def values(self, *keys: str) -> list[str]:
+        return [v for k, v in self.trailers if k in keys]
 
-def _concerns(entry: LogEntry, name: str) -> bool:
-    """Whether an event is about the item, tool or source called ``name``. An item is
-    matched by the last part of its library path whichever directory it was in (a draft,
-    then retained); ``SOURCE:NAME`` matches the managed item and its source's updates."""
-    source, _, item = name.rpartition(":")
-    for key, value in entry.trailers:
-        if key in ("Librarian-Item", "Librarian-Previous-Item"):
-            if source:
-                if value.startswith(f"sources/{source}/") and value.endswith("/" + item):
-                    return True
-            elif value == name or value.endswith("/" + name):
-                return True
-        elif key == "Librarian-Tool" and value == name:
+
+def item_name_of(path: str) -> str:
+    """The name a user types for a library path: ``skills/pdf`` -> ``pdf``,
+    ``sources/team/skills/pdf`` -> ``team:pdf``."""
+    parts = path.split("/")
+    if parts[0] == "sources" and len(parts) > 2:
+        return f"{parts[1]}:{parts[-1]}"
+    return parts[-1]
+
+
+@dataclass
+class _Follow:
+    """What one ``log NAME`` follows: item paths (growing across promotions), else a tool
+    or a source."""
+
+    paths: set[str]
+    tool: str | None = None
+    source: str | None = None
+
+    def concerns(self, entry: LogEntry) -> bool:
+        if self.paths:
+            if not any(v in self.paths for v in entry.values("Librarian-Item")):
+                return False
+            # Older than a promotion, the item lived at its draft path.
+            self.paths.update(entry.values("Librarian-Previous-Item"))
             return True
-        elif key == "Librarian-Source" and value in (name, source):
-            return True
-    return False
+        if self.tool is not None:
+            return self.tool in entry.values("Librarian-Tool")
+        return self.source in entry.values("Librarian-Source")
+
+
+def _entries(store: GitStore, head: ObjectId | None) -> Iterator[LogEntry]:
+    for info in store.walk_log(head):
+        event = parse_message(info.message)
+        if event is None or event.kind is None:
+            continue
+        yield LogEntry(info.id.decode(), info.time, info.author, event.subject, event.kind,
+                       event.trailers)
+
+
+def _follow(store: GitStore, head: ObjectId | None, name: str) -> _Follow:
+    wanted = name.rstrip("/")
+    for item in committed_items(store, store.tree_of(head)):
+        if wanted in (item.name, item.path):
+            return _Follow({item.path})
+    entries = list(_entries(store, head))  # only for a name no item has now
+    for entry in entries:  # an item no longer in the library: its newest path
+        for path in entry.values(*ITEM_KEYS):
+            if wanted in (path, item_name_of(path)):
+                return _Follow({path})
+    for entry in entries:
+        if wanted in entry.values("Librarian-Tool"):
+            return _Follow(set(), tool=wanted)
+        if wanted in entry.values("Librarian-Source"):
+            return _Follow(set(), source=wanted)
+    raise UsageError(
+        f"no item, tool or source named {name!r} in this library's history",
+        hint="`librarian inspect` lists every item; managed items are SOURCE:NAME",
+    )
 
 
 def read_log(
     library: Library, name: str | None = None, limit: int | None = None
 ) -> list[LogEntry]:
+    if limit is not None and limit < 1:
+        raise UsageError(f"-n {limit}: the number of events must be at least 1",
+                         hint="leave out -n for every event")
     entries: list[LogEntry] = []
     with library.store() as store:
-        for info in store.walk_log(store.head()):
-            event = parse_message(info.message)
-            if event is None or event.kind is None:
-                continue
-            entry = LogEntry(info.id.decode(), info.time, info.author, event.subject, event.kind,
-                             event.trailers)
-            if name is not None and not _concerns(entry, name):
+        head = store.head()
+        follow = _follow(store, head, name) if name is not None else None
+        for entry in _entries(store, head):
+            if follow is not None and not follow.concerns(entry):
                 continue
             entries.append(entry)
             if limit is not None and len(entries) >= limit:

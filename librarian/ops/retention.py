@@ -134,7 +134,7 @@ def _receipt(library: Library, content: ItemContent, draft: bool, commit: str,
             "location": str(library.path_of(item_path)),
             "files": len(content.files),
             "bytes": content.total_bytes,
-            "in_place": adopt,
+            "in_place": in_place,
         },
         warnings=content.warnings,
     )

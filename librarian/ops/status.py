@@ -9,22 +9,29 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from librarian.content.worktree import NotRegularFile
-from librarian.core.model import DRAFTS_DIR, KIND_DIRS
+from librarian.content.worktree import NotRegularFile, hash_work_dir
+from librarian.core.digest import MODE_TREE
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
-from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
+from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, load_lock
 from librarian.gate.tools import tool_state
-from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.store.ignores import GitIgnores
 from librarian.store.library import Item, Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache, WorkTreeCache
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
+RECOVER_HINT = ("an interrupted change is pending (a command was killed mid-way): run "
+                "`librarian recover` to finish or roll it back (the next changing command "
+                "does it too)")
+ITEM_TOPS = frozenset((*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR))
 CONFIG_HINT = (f"{LIBRARY_FILE} has uncommitted changes: every command follows the committed "
                f"{LIBRARY_FILE}; commit the edit for it to take effect "
                f"(`git commit {LIBRARY_FILE}`)")
@@ -39,6 +46,7 @@ class ItemStatus:
     status: State
     digest: str | None  # what the work tree holds now
     committed: str | None  # what the last commit holds
+    locked: str | None = None  # a managed item: the digest librarian.lock pins
 
 
 @dataclass(frozen=True)
@@ -62,11 +70,13 @@ class StatusReport:
     tools: tuple[ToolStatus, ...]
     files: tuple[FileStatus, ...]
     hints: tuple[str, ...] = ()  # what to do about what is listed
+    interrupted: bool = False  # a change's journal is pending: `librarian recover`
 
     @property
     def clean(self) -> bool:
         return (
-            all(i.status == "clean" for i in self.items)
+            not self.interrupted
+            and all(i.status == "clean" for i in self.items)
             and all(t.status == "ok" for t in self.tools)
             and all(f.status == "clean" for f in self.files)
         )
@@ -118,13 +128,19 @@ def library_status(library: Library) -> StatusReport:
         # (`check` says why it does not belong).
         untracked = tuple(FileStatus(path, "untracked") for path in strays
                           if snapshot.lookup(path) is None)
-        files = (*_file_statuses(snapshot), *untracked)
+        files = (*_file_statuses(library, store, snapshot.tree), *untracked)
+        pins = _locked_digests(store, snapshot.tree)
+        item_statuses = tuple(_item_statuses(library, store, items, present, work_cache,
+                                             digests, pins))
         report = StatusReport(
-            items=tuple(_item_statuses(library, store, items, present, work_cache, digests)),
+            items=item_statuses,
             tools=tuple(_tool_statuses(snapshot, digests)),
             files=files,
-            hints=tuple(CONFIG_HINT for f in files
-                        if f.path == LIBRARY_FILE and f.status == "modified"),
+            hints=(*(CONFIG_HINT for f in files
+                     if f.path == LIBRARY_FILE and f.status == "modified"),
+                   *_lock_hints(item_statuses),
+                   *((RECOVER_HINT,) if library.journal_path.exists() else ())),
+            interrupted=library.journal_path.exists(),
         )
         work_cache.save()
         digests.save()
@@ -138,6 +154,7 @@ def _item_statuses(
     present: set[str],
     work_cache: WorkTreeCache,
     digests: DigestCache,
+    pins: Mapping[str, str],
 ) -> Iterable[ItemStatus]:
     committed_paths = set()
     root = str(library.root)
@@ -149,15 +166,20 @@ def _item_statuses(
             work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
         except NotRegularFile:
             work = None
+        pin = pins.get(item.path) if item.state == "managed" else None
         if work is not None and work.tree_sha1 == item.tree:
             digests.remember(item.tree, work.digest)
+            if pin is not None and work.digest != pin:  # committed around librarian
+                yield ItemStatus(item.name, item.kind, item.state, item.path, "modified",
+                                 work.digest, work.digest, pin)
+                continue
             yield ItemStatus(item.name, item.kind, item.state, item.path, "clean",
                              work.digest, work.digest)
             continue
         status: State = "modified" if _exists(library, item.path) else "missing"
         committed = _committed_digest(store, digests, item.tree)
         yield ItemStatus(item.name, item.kind, item.state, item.path, status,
-                         work.digest if work else None, committed)
+                         work.digest if work else None, committed, pin)
     for path in sorted(present - committed_paths):
         try:
             work = work_cache.item_hash(path, f"{root}/{path}")
@@ -166,6 +188,29 @@ def _item_statuses(
         kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
         yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",
                          work.digest if work else None, None)
+
+
+def _locked_digests(store: GitStore, tree: ObjectId | None) -> dict[str, str]:
+    """Library path -> the digest librarian.lock pins, for every managed item."""
+    entry = store.lookup(tree, LOCK_FILE)
+    if entry is None:
+        return {}
+    try:
+        lock = load_lock(store.read_blob(entry.sha))
+    except UsageError:  # a broken lock: `check` says what is wrong with it
+        return {}
+    return {f"{SOURCES_DIR}/{source}/{path}": digest
+            for source, locked in lock.items() for path, digest in locked.items.items()}
+
+
+def _lock_hints(items: Iterable[ItemStatus]) -> Iterable[str]:
+    for item in items:
+        if item.locked is not None and item.committed != item.locked and (
+                item.status == "modified"):
+            source = item.name.split(":", 1)[0]
+            yield (f"{item.path} differs from the digest {LOCK_FILE} pins (an edit committed "
+                   f"around librarian): `librarian update` treats it as a local edit; "
+                   f"`librarian update --force {source}` takes upstream's, saving yours")
 
 
 def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> str | None:
@@ -181,16 +226,50 @@ def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolSta
         yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
 
 
-def _file_statuses(snapshot: Snapshot) -> Iterable[FileStatus]:
-    for name in TOP_FILES:
-        entry = snapshot.lookup(name)
-        path = snapshot.library.root / name
-        if entry is None:
-            if path.exists():
-                yield FileStatus(name, "untracked")
+def _file_statuses(
+    library: Library, store: GitStore, tree: ObjectId | None
+) -> Iterable[FileStatus]:
+    """Everything at the top of the library outside the item directories, as git sees it:
+    committed files and directories (README.md, .gitattributes, …) clean, modified or
+    missing; anything else not ignored by git untracked."""
+    committed = store.tree_items(tree) if tree is not None else {}
+    for name, entry in sorted(committed.items()):
+        if name in ITEM_TOPS:
             continue
-        if not path.is_file() or path.is_symlink():
-            yield FileStatus(name, "missing" if not path.exists() else "modified")
+        path = library.root / name
+        yield FileStatus(name, _top_state(path, entry))
+    ignores = GitIgnores(store)
+    try:
+        listing = sorted(os.scandir(library.root), key=lambda e: e.name)
+    except OSError:
+        listing = []
+    for dirent in listing:
+        if dirent.name in committed or dirent.name in ITEM_TOPS or dirent.name == ".git":
             continue
-        same = blob_sha1(path.read_bytes()) == entry.sha
-        yield FileStatus(name, "clean" if same else "modified")
+        is_dir = dirent.is_dir(follow_symlinks=False)
+        if is_dir and not _has_files(Path(dirent.path)):
+            continue  # git does not see empty directories
+        if not ignores.ignored(dirent.name, directory=is_dir):
+            yield FileStatus(dirent.name + ("/" if is_dir else ""), "untracked")
+
+
+def _top_state(path: Path, entry: TreeEntry) -> State:
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return "missing"
+    if entry.mode == MODE_TREE:
+        if not stat.S_ISDIR(mode):
+            return "modified"
+        try:
+            work = hash_work_dir(path)
+        except NotRegularFile:
+            return "modified"
+        return "clean" if work is not None and work.tree_sha1 == entry.sha else "modified"
+    if not stat.S_ISREG(mode):
+        return "modified"
+    return "clean" if blob_sha1(path.read_bytes()) == entry.sha else "modified"
+
+
+def _has_files(directory: Path) -> bool:
+    return any(p.is_file() or p.is_symlink() for p in directory.rglob("*"))

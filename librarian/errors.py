@@ -70,5 +70,6 @@ class ValidationError(UsageError):
         hint: str | None = None,
         path: str | None = None,
     ) -> None:
-        super().__init__(message, hint=hint, path=path)
+        super().__init__(message, hint=hint, path=path,
+                         details={"problems": list(problems)} if problems else None)
         self.problems = problems

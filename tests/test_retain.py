@@ -453,8 +453,12 @@ def test_refusal_lists_every_problem_on_one_line(
     result = retain_cli(capsys, library, str(src))
     assert result.code == 2
     line = assert_one_error_line(result.err)
-    assert "(and 1 more)" in line
+    assert ".env" in line and "link" in line  # every problem (issue 11)
+    assert "more)" not in line
     assert result.out == ""
+    document = retain_cli(capsys, library, str(src), "--json").json
+    assert len(document["problems"]) >= 2
+    assert all(problem in document["error"] for problem in document["problems"])
 
 
 def test_policy_in_library_yaml_overrides_the_default_bounds(

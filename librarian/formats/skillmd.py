@@ -35,12 +35,12 @@ _OPENING_RE = re.compile(r"\A---[ \t]*\r?(?:\n|\Z)")
 def validation_error(
     where: str, what: str, problems: Sequence[str], *, hint: str | None = None
 ) -> ValidationError:
-    """One-line message (first problem and a count); every problem stays in ``problems``."""
-    first = problems[0] if problems else "unknown problem"
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    """One-line message listing every problem ("; " between them); each also stays in
+    ``problems`` (the JSON error document carries the list)."""
+    listed = "; ".join(problems) if problems else "unknown problem"
     prefix = f"{where}: " if where else ""
     return ValidationError(
-        f"{prefix}{what}: {first}{more}",
+        f"{prefix}{what}: {listed}",
         problems=tuple(problems),
         hint=hint,
         path=where or None,

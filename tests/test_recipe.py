@@ -167,7 +167,7 @@ def test_all_problems_collected_in_one_line_message() -> None:
         parse_recipe(data, "recipes/x/recipe.yaml")
     assert len(info.value.problems) == 4
     assert info.value.message == (
-        f"recipes/x/recipe.yaml: invalid recipe.yaml: " + "; ".join(info.value.problems)
+        "recipes/x/recipe.yaml: invalid recipe.yaml: " + "; ".join(info.value.problems)
     )
 
 

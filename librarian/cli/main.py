@@ -73,6 +73,13 @@ def _fail(
     raise SystemExit(code)
 
 
+def _help_for(exc: click.ClickException) -> str:
+    """The help of the command the error is about: ``librarian retain --help``."""
+    context = getattr(exc, "ctx", None)
+    path = context.command_path if context is not None else ""
+    return f"{path or 'librarian'} --help"
+
+
 def _strip_git_environment() -> None:
     """Inherited GIT_* variables would redirect dulwich (GIT_DIR, GIT_INDEX_FILE) or forge
     identities; a library is always the repository it says it is."""
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         _fail("a command is required", 2, "see the commands above, or `librarian --help`",
               as_json)
     except click.ClickException as exc:  # usage errors found while parsing
-        _fail(" ".join(exc.format_message().split()), 2, "see `librarian --help`", as_json)
+        _fail(" ".join(exc.format_message().split()), 2, f"see `{_help_for(exc)}`", as_json)
     except click.exceptions.Abort:
         _fail("aborted", 1, None, as_json)
     except KeyboardInterrupt:

@@ -82,7 +82,7 @@ def revise(
     warnings = list(content.warnings)
     warnings += [
         f"tool {tool} exposes the previous revision and is now stale: review the change, "
-        f"then re-expose it (`librarian expose {item.name} --as {tool}`)"
+        f"then re-expose it (`librarian expose {item.name} --as {tool} --refresh`)"
         for tool in stale
     ]
     return Receipt(

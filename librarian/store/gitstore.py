@@ -24,6 +24,7 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathCla
 from librarian.core.fsutil import fsync_dir
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
+from librarian.store.revparse import split_revision
 
 ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 
@@ -157,11 +158,20 @@ class GitStore:
         return self.commit(commit).tree if commit is not None else None
 
     def resolve(self, revision: str) -> ObjectId:
-        """A commit id from a full or abbreviated hex id, a branch, tag or HEAD."""
+        """A commit id from a full or abbreviated hex id, a branch, tag or HEAD, followed
+        by git's ancestry suffixes (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``)."""
         from dulwich.objectspec import AmbiguousShortId, parse_commit
 
+        base, steps = split_revision(revision)
         try:
-            return bytes(parse_commit(self._repo, revision.encode()).id)
+            commit = bytes(parse_commit(self._repo, base.encode()).id)
+            for parent in steps:
+                parents = self.commit(commit).parents
+                if parent > len(parents):
+                    raise UsageError(f"unknown revision {revision!r}: {commit.decode()[:12]} "
+                                     f"has {len(parents)} parent(s)")
+                commit = parents[parent - 1]
+            return commit
         except (KeyError, ValueError) as exc:
             raise UsageError(f"unknown revision {revision!r}") from exc
         except AmbiguousShortId:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from helpers import (
 )
 
 from librarian.core.resources import hooks_dir
+from librarian.ops.hooks import render_hook
 from librarian.ops.retention import retain
 from librarian.store.library import Library
 
@@ -123,7 +125,7 @@ def test_hooks_install_copies_executable_files(
         st = target.lstat()
         assert stat.S_ISREG(st.st_mode) and st.st_nlink == 1
         assert st.st_mode & stat.S_IXUSR
-        assert target.read_bytes() == (hooks_dir() / name).read_bytes()
+        assert target.read_bytes() == render_hook(hooks_dir() / name)
     # installing again is harmless; a different hook of the user's is kept unless --force
     assert cli(capsys, stocked, "hooks", "install").code == 0
     mine = stocked / ".git" / "hooks" / "pre-commit"
@@ -131,7 +133,7 @@ def test_hooks_install_copies_executable_files(
     assert cli(capsys, stocked, "hooks", "install").code == 3
     assert mine.read_text() == "#!/bin/sh\nexit 0\n"
     assert cli(capsys, stocked, "hooks", "install", "--force").code == 0
-    assert mine.read_bytes() == (hooks_dir() / "pre-commit").read_bytes()
+    assert mine.read_bytes() == render_hook(hooks_dir() / "pre-commit")
 
 
 def _hook_env() -> dict[str, str]:
@@ -169,3 +171,28 @@ def test_pre_commit_hook_refuses_a_bad_edit_committed_with_commit_all(
     result = git(stocked, "commit", "-a", "-q", "-m", "break it", check=False, env=_hook_env())
     assert result.returncode != 0
     assert head(stocked) == before
+
+
+@requires_git
+def test_the_hook_finds_the_librarian_that_installed_it(
+    stocked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11, item 7: outside the virtual environment (no librarian on PATH) the hook
+    runs the interpreter written into it; without that either, it says what to do."""
+    assert cli(capsys, stocked, "hooks", "install").code == 0
+    hook = stocked / ".git" / "hooks" / "pre-commit"
+    assert sys.executable in hook.read_text()
+    bare_path = {"PATH": "/usr/bin:/bin"}
+    write(stocked / "skills" / "bad" / "SKILL.md", b"---\nname: bad\n---\nno description\n")
+    git(stocked, "add", "skills/bad")
+    refused = git(stocked, "commit", "-q", "-m", "bad", check=False, env=bare_path)
+    assert refused.returncode != 0 and b"description" in refused.stderr
+    write(stocked / "skills" / "bad" / "SKILL.md", skill_md("bad"))
+    git(stocked, "add", "skills/bad")
+    assert git(stocked, "commit", "-q", "-m", "good", check=False, env=bare_path).returncode == 0
+    hook.write_bytes(render_hook(hooks_dir() / "pre-commit", "/nonexistent/python"))
+    write(stocked / "skills" / "bad" / "extra.md", b"more\n")
+    git(stocked, "add", "skills/bad")
+    lost = git(stocked, "commit", "-q", "-m", "x", check=False, env=bare_path)
+    assert lost.returncode == 1
+    assert b"librarian not found" in lost.stderr and b"hooks install --force" in lost.stderr

@@ -181,3 +181,5 @@ def demo(
         typer.echo(f"\n== {step.title}\n$ {step.command}")
         if step.output:
             typer.echo(step.output.rstrip("\n"))
+        if step.exit_code:
+            typer.echo(f"[exit {step.exit_code}]")

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from librarian.core.jsonable import to_jsonable
-from librarian.core.receipts import BackupReceipt, Receipt
+from librarian.core.receipts import BackupReceipt, ExposureReceipt, Receipt
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.gate.checks import ApprovalReview
@@ -35,6 +35,38 @@ def receipt_text(receipt: Receipt) -> str:
     lines += [f"  reason: {receipt.reason}"] if receipt.reason else []
     lines += [f"  note: {receipt.note}"] if receipt.note else []
     return "\n".join(lines)
+
+
+# -- what the commands of the gate print (the demo prints the same) ----------------------
+
+
+def exposure_text(receipt: ExposureReceipt) -> str:
+    """``expose``: the receipt and whether the tool is callable now, and why not."""
+    callable_line = "callable now" if receipt.callable_now else (
+        "not callable now" + (f": {receipt.reason}" if receipt.reason else ""))
+    return receipt_text(receipt) + f"\n  {callable_line}"
+
+
+def approval_text(review: ApprovalReview, receipt: Receipt) -> str:
+    """``approve`` when it does not ask: what it approves, then the receipt."""
+    return approval_review_text(review) + "\n" + receipt_text(receipt)
+
+
+def launched_text(record: RunRecord) -> str:
+    """``run --async``: the run id and how to get the result."""
+    return (f"launched run {record.run_id} ({record.name})\n"
+            f"  `librarian wait {record.run_id}` for its result")
+
+
+def run_end_text(record: RunRecord) -> str | None:
+    """The line on stderr after a run that did not succeed (None after one that did)."""
+    if not record.terminal:
+        return f"librarian: run {record.run_id} is still {record.status}"
+    if record.status == "succeeded":
+        return None
+    detail = f": {record.reason}" if record.reason else ""
+    code = f" (exit {record.exit_code})" if record.exit_code is not None else ""
+    return f"librarian: run {record.run_id} {record.status}{code}{detail}"
 
 
 def status_text(report: StatusReport) -> str:

@@ -33,12 +33,11 @@ def expose(
     as_json: JsonOpt = False,
 ) -> None:
     """Offer a retained recipe to the agent as a named tool (one commit to tools.yaml)."""
-    from librarian.cli.render import receipt_text
+    from librarian.cli.render import exposure_text
     from librarian.gate.exposure import expose as expose_recipe
 
     receipt = expose_recipe(current_library(), recipe, as_tool=as_tool, refresh=refresh)
-    callable_line = "callable now" if receipt.callable_now else "not callable now"
-    emit(receipt, as_json, receipt_text(receipt) + f"\n  {callable_line}")
+    emit(receipt, as_json, exposure_text(receipt))
 
 
 @app.command()
@@ -64,7 +63,7 @@ def approve(
 
     Asked only on a terminal without --yes or --json; otherwise the command itself is the
     decision: it approves the digest it shows."""
-    from librarian.cli.render import approval_review_text, receipt_text
+    from librarian.cli.render import approval_review_text, approval_text, receipt_text
     from librarian.gate.checks import ApprovalReview
     from librarian.gate.checks import approve as approve_recipe
 
@@ -80,9 +79,8 @@ def approve(
         document["diff"] = approval.review.diff
         emit(document, True)
         return
-    if not interactive:
-        typer.echo(approval_review_text(approval.review))
-    typer.echo(receipt_text(approval.receipt))
+    typer.echo(receipt_text(approval.receipt) if interactive
+               else approval_text(approval.review, approval.receipt))
 
 
 def _parse_args(pairs: list[str]) -> dict[str, str]:
@@ -108,10 +106,11 @@ def _exit_code(record: RunRecord) -> int:
 
 
 def _end_note(record: RunRecord) -> None:
-    if record.status != "succeeded":
-        detail = f": {record.reason}" if record.reason else ""
-        code = f" (exit {record.exit_code})" if record.exit_code is not None else ""
-        typer.echo(f"librarian: run {record.run_id} {record.status}{code}{detail}", err=True)
+    from librarian.cli.render import run_end_text
+
+    note = run_end_text(record)
+    if note is not None:
+        typer.echo(note, err=True)
 
 
 @app.command()
@@ -138,9 +137,9 @@ def run(
                        stdout=None if as_json else sys.stdout.buffer,
                        stderr=None if as_json else sys.stderr.buffer)
     if record.mode == "async" and record.status == "launched":
-        receipt = launch_receipt(record)
-        emit(receipt, as_json, f"launched run {record.run_id} ({record.name})\n"
-             f"  `librarian wait {record.run_id}` for its result")
+        from librarian.cli.render import launched_text
+
+        emit(launch_receipt(record), as_json, launched_text(record))
         return
     if as_json:
         emit(result_receipt(library, record), True)
@@ -183,10 +182,7 @@ def wait(
         if receipt.stderr:
             sys.stderr.write(receipt.stderr)
         sys.stdout.flush()
-        if not record.terminal:
-            typer.echo(f"librarian: run {record.run_id} is still {record.status}", err=True)
-        else:
-            _end_note(record)
+        _end_note(record)
     code = _exit_code(record)
     if code:
         raise typer.Exit(code)

@@ -10,20 +10,19 @@ does.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import error_line, receipt_text, update_report_text
-from librarian.core.events import trailers
-from librarian.core.model import ItemFile
 from librarian.core.resources import examples_dir
 from librarian.errors import ConflictError
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain
+from librarian.ops.revisions import revise
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import outdated, update
 from librarian.store.library import Library
-from librarian.store.txn import Transaction
 
 SOURCE = "team"
 
@@ -32,14 +31,17 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps: list[DemoStep] = []
     shared_root = workspace / "team-library"
     shared = Library(shared_root)
-    init_library(shared_root, "team-library")
     skill = examples_dir() / "skills" / "commit-message"
-    retain(shared, skill, evidence="the team's convention")
-    retain(shared, examples_dir() / "recipes" / "word-count", evidence="used in CI")
+    recipe = examples_dir() / "recipes" / "word-count"
+    printed = [receipt_text(init_library(shared_root, "team-library")),
+               receipt_text(retain(shared, skill, evidence="the team's convention")),
+               receipt_text(retain(shared, recipe, evidence="used in CI"))]
     steps.append(DemoStep(
         "A team publishes a shared library (any git repository holding skills and recipes)",
-        f"librarian init {shared_root} && librarian --library {shared_root} retain {skill} …",
-        f"{shared_root}: skills/commit-message, recipes/word-count",
+        f"librarian init {shared_root} --name team-library && "
+        f"librarian --library {shared_root} retain {skill} && "
+        f"librarian --library {shared_root} retain {recipe}",
+        "\n".join(printed),
     ))
 
     receipt = add_source(library, SOURCE, str(shared_root))
@@ -58,10 +60,11 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         "Edit the managed skill team:commit-message locally (the local commit-message "
         "skill is a different item): the team wants 50-character subjects",
         f"sed -i 's/at most 72 characters/at most 50 characters/' {managed}", ""))
-    _publish_upstream_change(shared, "5. Keep unrelated changes in separate commits.")
+    revision = _upstream_revision(shared, workspace,
+                                  "5. Keep unrelated changes in separate commits.")
     steps.append(DemoStep("Meanwhile the team adds a step to the same skill upstream",
-                          f"(in {shared_root}) librarian revise commit-message …",
-                          "skills/commit-message revised upstream"))
+                          f"librarian --library {shared_root} revise commit-message {revision}",
+                          receipt_text(revise(shared, "commit-message", revision))))
     steps.append(DemoStep(
         "Different lines: the update merges them, file by file, three ways, as git would",
         "librarian update --dry-run --diff",
@@ -77,10 +80,10 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         "Edit the same skill again, at its end",
         f"echo '6. Our team also writes the ticket number…' >> {managed}", ""))
 
-    _publish_upstream_change(shared, "6. Wrap the body at 72 columns.")
+    revision = _upstream_revision(shared, workspace, "6. Wrap the body at 72 columns.")
     steps.append(DemoStep("Meanwhile the team changes the same lines upstream",
-                          f"(in {shared_root}) librarian revise commit-message …",
-                          "skills/commit-message revised upstream"))
+                          f"librarian --library {shared_root} revise commit-message {revision}",
+                          receipt_text(revise(shared, "commit-message", revision))))
     plan = update_report_text(update(library, dry_run=True))
     steps.append(DemoStep("See the plan first: the two edits overlap, a conflict with its hunk",
                           "librarian update --dry-run", plan))
@@ -88,9 +91,9 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         update(library)
         conflict = "(no conflict?)"
     except ConflictError as exc:  # what `librarian update` prints, exit 3
-        conflict = f"{error_line(exc.message, exc.hint)}\n(exit 3: nothing was changed)"
-    steps.append(DemoStep("Update refuses to clobber the edit: exit 3, nothing changed",
-                          "librarian update", conflict))
+        conflict = error_line(exc.message, exc.hint)
+    steps.append(DemoStep("Update refuses to clobber the edit: nothing changed",
+                          "librarian update", conflict, ConflictError.exit_code))
     steps.append(DemoStep(
         "Resolve: take upstream's version; your edit is saved first under refs/librarian/"
         "backups/ and the command to bring it back is printed",
@@ -98,12 +101,13 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     return steps
 
 
-def _publish_upstream_change(shared: Library, line: str) -> None:
-    """What ``revise`` does upstream: one commit with a new revision of the skill, ``line``
-    appended to its SKILL.md."""
-    path = "skills/commit-message"
-    with Transaction(shared) as tx:
-        files = [ItemFile(f.path, f.executable, f.data + line.encode() + b"\n")
-                 if f.path == "SKILL.md" else f for f in tx.base.files(tx.base.find(path))]
-        tx.put_dir(path, tuple(files))
-        tx.commit("revise skill commit-message", trailers("revise", item=path))
+def _upstream_revision(shared: Library, workspace: Path, line: str) -> Path:
+    """A copy of the team's skill with ``line`` appended to its SKILL.md: the new revision
+    ``revise`` takes upstream."""
+    source = shared.path_of("skills/commit-message")
+    target = workspace / f"revision-{len(list(workspace.glob('revision-*'))) + 1}" / (
+        "commit-message")
+    shutil.copytree(source, target)
+    with (target / "SKILL.md").open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    return target

@@ -9,4 +9,5 @@ from dataclasses import dataclass
 class DemoStep:
     title: str
     command: str
-    output: str
+    output: str  # exactly what the command prints (stdout, then stderr)
+    exit_code: int = 0

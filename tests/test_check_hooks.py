@@ -40,7 +40,7 @@ def test_check_passes_on_a_clean_library(
     for args in (["check"], ["check", "--staged"]):
         result = cli(capsys, stocked, *args)
         assert result.code == 0, result.err
-        assert result.out.startswith("ok: 1 items")
+        assert result.out.startswith("ok: 1 item in")
     document = json.loads(cli(capsys, stocked, "check", "--json").out)
     assert document["kind"] == "check" and document["ok"] is True
     assert document["problems"] == []

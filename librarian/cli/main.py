@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -109,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         _fail("a command is required", 2, "see the commands above, or `librarian --help`",
               as_json)
     except click.ClickException as exc:  # usage errors found while parsing
-        _fail(" ".join(exc.format_message().split()), 2, f"see `{_help_for(exc)}`", as_json)
+        message = " ".join(exc.format_message().split())
+        # click and typer each add "Did you mean …?" to an unknown command: say it once.
+        message = re.sub(r"(Did you mean [^?]*\?)(?: \1)+", r"\1", message)
+        _fail(message, 2, f"see `{_help_for(exc)}`", as_json)
     except click.exceptions.Abort:
         _fail("aborted", 1, None, as_json)
     except KeyboardInterrupt:

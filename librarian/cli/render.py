@@ -23,14 +23,31 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.sources.update import SourcePlan, UpdateReport
 
 
+def count(number: int, noun: str) -> str:
+    """``1 item``, ``2 items``."""
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 def json_text(value: Any) -> str:
     return json.dumps(to_jsonable(value), indent=2, sort_keys=False, ensure_ascii=False)
+
+
+VISIBILITY = {"hidden": "left out of the prompt (still usable by name)",
+              "shown": "listed in the prompt again",
+              "resident": "its body is always in the prompt",
+              "not resident": "listed in the prompt by name and description only"}
 
 
 def receipt_text(receipt: Receipt) -> str:
     commit = f" in {receipt.commit[:12]}" if receipt.commit else ""
     digest = f"\n  digest {receipt.digest}" if receipt.digest else ""
-    lines = [f"{receipt.kind.replace('_', ' ')} {receipt.name} -> {receipt.path}{commit}{digest}"]
+    state = receipt.details.get("visibility") if receipt.kind == "skill_visibility" else None
+    if state is not None:  # hide, show, resident: say what changed
+        what = f"skill {receipt.name} is now {state}: {VISIBILITY[state]}"
+        lines = [what + commit] if receipt.commit else []
+    else:
+        lines = [f"{receipt.kind.replace('_', ' ')} {receipt.name} -> {receipt.path}{commit}"
+                 f"{digest}"]
     lines += [f"  warning: {w}" for w in receipt.warnings]
     lines += [f"  reason: {receipt.reason}"] if receipt.reason else []
     lines += [f"  note: {receipt.note}"] if receipt.note else []
@@ -77,7 +94,7 @@ def status_text(report: StatusReport) -> str:
     if report.interrupted:
         lines.insert(0, "interrupted: a change was cut short and is pending")
     if not lines:
-        return f"clean: {len(report.items)} items, {len(report.tools)} tools"
+        return f"clean: {count(len(report.items), 'item')}, {count(len(report.tools), 'tool')}"
     lines += [f"hint: {hint}" for hint in report.hints]
     return "\n".join(lines)
 
@@ -89,7 +106,8 @@ def inventory_text(inventory: Inventory, verbose: bool) -> str:
         if info.description:
             lines.append(f"        {info.description}")
         if verbose:
-            lines.append(f"        digest {info.digest}")
+            if info.digest:
+                lines.append(f"        digest {info.digest}")
             for f in info.files:
                 lines.append(f"        {f.bytes:>9}  {'x' if f.executable else '-'}  {f.path}")
             if info.last_event:
@@ -109,9 +127,9 @@ def inventory_text(inventory: Inventory, verbose: bool) -> str:
             inputs = ", ".join(f"{i['name']}: {i['type']}{'' if i['required'] else '?'}"
                                for i in tool.get("inputs", ()))
             effects = tool.get("effects") or {}
+            network = "network" if effects.get("network") else "no network"
             lines.append(f"        {tool['execution']} {tool['environment']}; inputs ({inputs});"
-                         f" effects filesystem={effects.get('filesystem')} "
-                         f"network={effects.get('network')}")
+                         f" effects: filesystem {effects.get('filesystem')}, {network}")
     for source in inventory.sources:
         lines.append(f"source  {source['name']:<33} {source['url']} ({source['ref']})")
     return "\n".join(lines) if lines else "(empty)"
@@ -139,7 +157,8 @@ def check_text(report: CheckReport) -> str:
     warnings = [f"warning: {w}" for w in report.warnings]
     if report.ok:
         return "\n".join([*warnings,
-                          f"ok: {report.items} items in the {report.scope} pass every check"])
+                          f"ok: {count(report.items, 'item')} in the {report.scope} "
+                          f"{'passes' if report.items == 1 else 'pass'} every check"])
     return "\n".join([*report.problems, *warnings])
 
 
@@ -178,7 +197,8 @@ def sources_json(infos: tuple[SourceInfo, ...]) -> dict[str, Any]:
 
 def sources_text(infos: tuple[SourceInfo, ...]) -> str:
     lines = [f"{s.name:<20} {s.url} ({s.ref}) "
-             + (f"at {s.commit[:12]}, {s.items} items" if s.commit else "not installed yet")
+             + (f"at {s.commit[:12]}, {count(s.items, 'item')}" if s.commit
+                else "not installed yet")
              + (f"; signed by {', '.join(s.keys)}"
                 + (f", release {s.release}" if s.release is not None else "")
                 if s.keys else "; unsigned")
@@ -284,9 +304,10 @@ def update_report_text(report: UpdateReport, diff: bool = False) -> str:
     lines = update_plan_lines(report.plans, report.releases, diff)
     if report.up_to_date:
         lines.append("already up to date: nothing to change, no commit made")
-    elif report.kind == "outdated" or report.dry_run:
-        lines.append("dry run: nothing was changed" if report.dry_run
-                     else "run `librarian update` to install these changes")
+    elif report.kind == "outdated":
+        lines.append("run `librarian update` to install these changes")
+    elif report.dry_run:
+        lines.append("dry run: nothing was changed")
     elif report.commit:
         lines.append(f"updated in {report.commit[:12]}")
     for backup in report.backups:

@@ -103,7 +103,9 @@ def _receipt(
     note: str | None = None,
     warning: str | None = None,
 ) -> Receipt:
-    details: dict[str, object] = {"event": event, field: on}
+    details: dict[str, object] = {"event": event, field: on,
+                                  "visibility": _state_word(field, on),
+                                  "changed": commit is not None}
     return Receipt(
         kind="skill_visibility",
         name=name,

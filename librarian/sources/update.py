@@ -274,6 +274,8 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
         root = store.with_path(root, collection_path(plan.source),
                                TreeEntry(MODE_TREE, collection) if collection else None)
         new_locked[plan.source] = signed_entry(lock_entry(plan), releases.get(plan.source))
+        if not plan.changes and new_locked[plan.source] == tx.base.lock.get(plan.source):
+            continue  # the commit names only the sources it changes
         pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
             tree = upstream_trees.get(item.path)

@@ -314,7 +314,8 @@ def test_cat_prints_the_committed_body(stocked: Path, capsys: pytest.CaptureFixt
     assert recipe.out == (stocked / "recipes" / "counter" / "recipe.yaml").read_text()
     assert cli(capsys, stocked, "cat", "drafts/beta").out.startswith("---\nname: beta\n")
     document = json.loads(cli(capsys, stocked, "cat", "alpha", "--json").out)
-    assert document == {"kind": "body", "name": "alpha", "body": committed}
+    assert document["body"] == committed and document["path"] == "skills/alpha"
+    assert document["digest"].startswith("sha256:") and len(document["commit"]) == 40
 
 
 def test_cat_unknown_item_exits_2(stocked: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,8 +15,12 @@ import typer
 if TYPE_CHECKING:
     from librarian.store.library import Library
 
+#: ``-h`` as well as ``--help``, on every command and group.
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
+    context_settings=CONTEXT,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -53,12 +57,24 @@ def jsonable(value: Any) -> dict[str, Any]:
     return result
 
 
+def _version(value: bool) -> None:
+    if value:
+        from librarian import __version__
+
+        typer.echo(f"librarian {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _options(
     library: Annotated[
         Path | None,
-        typer.Option("--library", help="The library (default: $LIBRARIAN_LIBRARY, else the "
-                     "nearest parent holding library.yaml)."),
+        typer.Option("--library", help="The library (default: $LIBRARIAN_LIBRARY, else "
+                     "the nearest parent holding library.yaml, else 'library:' in the user "
+                     "config file). Accepted after the command too."),
     ] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")]
+    = False,
 ) -> None:
     State.library = library

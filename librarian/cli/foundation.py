@@ -71,11 +71,13 @@ def cat(name: str, as_json: JsonOpt = False) -> None:
     """Print the item's body (SKILL.md or recipe.yaml) as committed."""
     from librarian.ops.inventory import cat_item
 
-    body = cat_item(current_library(), name)
+    found = cat_item(current_library(), name)
+    text = found.body.decode("utf-8", "replace")
     if as_json:
-        emit({"kind": "body", "name": name, "body": body.decode("utf-8", "replace")}, True)
+        emit({"kind": "body", "name": found.name, "path": found.path, "file": found.file,
+              "digest": found.digest, "commit": found.commit, "body": text}, True)
     else:
-        sys.stdout.write(body.decode("utf-8", "replace"))
+        sys.stdout.write(text)
 
 
 @app.command()

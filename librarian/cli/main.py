@@ -36,6 +36,29 @@ FOUNDATION_COMMANDS = frozenset(
      "hooks"))
 
 
+def library_first(args: list[str]) -> list[str]:
+    """``--library PATH`` (or ``--library=PATH``) given after the command moves in front of
+    it, where the top-level option is parsed; arguments after ``--`` are left alone."""
+    out: list[str] = []
+    moved: list[str] = []
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        if arg == "--":
+            out += args[position:]
+            break
+        if arg == "--library" and position + 1 < len(args):
+            moved += args[position:position + 2]
+            position += 2
+            continue
+        if arg.startswith("--library="):
+            moved.append(arg)
+        else:
+            out.append(arg)
+        position += 1
+    return moved + out
+
+
 def register_commands(args: list[str]) -> None:
     """Import the command module(s) the command line ``args`` needs."""
     from importlib import import_module
@@ -91,7 +114,7 @@ def _strip_git_environment() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the single place where errors become exit codes."""
     _strip_git_environment()
-    args = sys.argv[1:] if argv is None else argv
+    args = library_first(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     register_commands(args)
     try:

@@ -29,7 +29,51 @@ def count(number: int, noun: str) -> str:
 
 
 def json_text(value: Any) -> str:
-    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, ensure_ascii=False)
+    return json.dumps(with_times(to_jsonable(value)), indent=2, sort_keys=False,
+                      ensure_ascii=False)
+
+
+#: Fields holding a moment as Unix seconds. In every JSON document each is whole seconds,
+#: with ``<field>_at`` beside it: the same moment in ISO 8601, UTC (docs/commands.md).
+TIME_FIELDS = frozenset(("time", "started", "ended", "last_used"))
+
+
+def iso_utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def with_times(value: Any) -> Any:
+    """``value`` with every time field as whole Unix seconds and its ISO 8601 twin."""
+    if isinstance(value, list):
+        return [with_times(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in TIME_FIELDS and isinstance(item, int | float) and not isinstance(item, bool):
+            out[key] = int(item)
+            out[f"{key}_at"] = iso_utc(item)
+        elif key in TIME_FIELDS and item is None:
+            out[key] = None
+            out[f"{key}_at"] = None
+        else:
+            out[key] = with_times(item)
+    return out
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    """A run as ``runs`` lists it: the recipe's library path is ``path``, as in receipts."""
+    document = to_jsonable(record)
+    document["path"] = document.pop("recipe")
+    return {key: document[key] for key in ("run_id", "name", "entry", "path", "digest",
+                                           "mode", "status", "started", "ended",
+                                           "duration", "exit_code", "timeout", "reason")}
+
+
+def pruned_text(pruned: tuple[RunRecord, ...]) -> str:
+    if not pruned:
+        return "nothing to prune"
+    return f"pruned {count(len(pruned), 'run')} (the usage ledger keeps their counts)"
 
 
 VISIBILITY = {"hidden": "left out of the prompt (still usable by name)",
@@ -227,10 +271,13 @@ def update_plan_json(plan: SourcePlan) -> dict[str, Any]:
 
 def update_report_json(report: UpdateReport) -> dict[str, Any]:
     names = [p.source for p in report.plans]
+    paths = [f"sources/{n}" for n in names]
     return {
         "kind": report.kind,
-        "name": ",".join(names),
-        "path": ",".join(f"sources/{n}" for n in names),
+        "name": names[0] if len(names) == 1 else None,  # one source; else see "sources"
+        "path": paths[0] if len(paths) == 1 else None,
+        "sources": names,
+        "paths": paths,
         "digest": None,
         "commit": report.commit,
         "dry_run": report.dry_run,

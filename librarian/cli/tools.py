@@ -121,7 +121,7 @@ def run(
     run_async: Annotated[bool, typer.Option(
         "--async", help="Launch and return at once with a run id.")] = False,
     yes: Annotated[bool, typer.Option(
-        "--yes", help="Approve the recipe's current digest and run.")] = False,
+        "--yes", "-y", help="Approve the recipe's current digest and run.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a tool or recipe through the execution gate."""
@@ -151,28 +151,44 @@ def run(
 
 
 @app.command()
-def runs(as_json: JsonOpt = False) -> None:
-    """Recorded runs with their status, newest first."""
-    from librarian.cli.render import runs_text
+def runs(
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Delete the records of finished runs beyond the newest --keep.")]
+    = False,
+    keep: Annotated[int, typer.Option(
+        "--keep", help="With --prune: how many of the newest runs to keep.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recorded runs with their status, newest first (or --prune the old ones)."""
+    from librarian.cli.render import pruned_text, run_json, runs_text
+    from librarian.gate.prune import prune_runs
     from librarian.gate.runs import list_runs
 
-    records = list_runs(current_library())
-    emit({"kind": "runs", "runs": [jsonable(r) for r in records]}, as_json, runs_text(records))
+    library = current_library()
+    if prune:
+        pruned = prune_runs(library, keep)
+        emit({"kind": "runs_pruned", "pruned": [run_json(r) for r in pruned], "kept": keep},
+             as_json, pruned_text(pruned))
+        return
+    records = list_runs(library)
+    emit({"kind": "runs", "runs": [run_json(r) for r in records]}, as_json, runs_text(records))
 
 
 @app.command()
 def wait(
-    run_id: Annotated[str, typer.Argument(help="A run id from `run --async` or `runs`.")],
+    run_id: Annotated[str | None, typer.Argument(
+        help="A run id from `run --async` or `runs` (default: the newest run).")] = None,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", help="Give up waiting after S seconds (exit 3; the run goes on).")]
     = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Block until a run ends; print its result and pass its exit code through."""
+    from librarian.gate.prune import newest_run_id
     from librarian.gate.runs import result_receipt, wait_run
 
     library = current_library()
-    record = wait_run(library, run_id, timeout)
+    record = wait_run(library, run_id or newest_run_id(library), timeout)
     receipt = result_receipt(library, record)
     if as_json:
         emit(receipt, True)

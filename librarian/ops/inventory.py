@@ -14,6 +14,7 @@ from librarian.ops.history import LogEntry, read_log
 from librarian.sources.subscriptions import source_infos
 from librarian.store.library import Item, Library
 from librarian.store.snapshot import Snapshot
+from librarian.store.statcache import DigestCache
 
 Section = Literal["skills", "recipes", "drafts", "tools", "sources"]
 SECTIONS: tuple[Section, ...] = ("skills", "recipes", "drafts", "tools", "sources")
@@ -144,11 +145,27 @@ def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
         usage.get(info.path) or Usage())}) if info.kind == "recipe" else info for info in items]
 
 
-def cat_item(library: Library, name: str) -> bytes:
+@dataclass(frozen=True)
+class Body:
+    """``cat``: an item's committed manifest and where it comes from."""
+
+    name: str
+    path: str  # the item's library path
+    file: str  # SKILL.md or recipe.yaml
+    digest: str
+    commit: str | None
+    body: bytes
+
+
+def cat_item(library: Library, name: str) -> Body:
     """The item's body as committed: SKILL.md or recipe.yaml."""
     with library.store() as store:
-        item = Snapshot.head(library, store).find(name)
+        snapshot = Snapshot.head(library, store)
+        item = snapshot.find(name)
         entry = store.lookup(item.tree, MANIFEST_FILES[item.kind])
         if entry is None:
             raise UsageError(f"{item.path} holds no {MANIFEST_FILES[item.kind]}")
-        return store.read_blob(entry.sha)
+        digest = DigestCache(library.cache_dir).digest(store, item.tree)
+        commit = snapshot.commit.decode() if snapshot.commit else None
+        return Body(item.name, item.path, MANIFEST_FILES[item.kind], digest, commit,
+                    store.read_blob(entry.sha))

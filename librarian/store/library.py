@@ -13,6 +13,7 @@ from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
 )
+from librarian.formats.userconfig import config_path, load_user_config
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.guard import refuse_linked_state
 
@@ -74,7 +75,7 @@ def is_library(path: Path) -> bool:
 
 def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Library:
     """``--library``, else ``$LIBRARIAN_LIBRARY``, else the nearest parent holding
-    library.yaml (spec §3)."""
+    library.yaml (spec §3), else the default library of the user config file."""
     chosen = explicit or (Path(os.environ["LIBRARIAN_LIBRARY"]) if os.environ.get(
         "LIBRARIAN_LIBRARY") else None)
     if chosen is not None:
@@ -91,9 +92,18 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Libra
         if is_library(candidate):
             refuse_linked_state(candidate / ".git")
             return Library(candidate)
+    default = load_user_config().library
+    if default is not None:
+        root = default.absolute()
+        if not is_library(root):
+            raise UsageError(
+                f"{root}, the default library in {config_path()}, is not a library",
+                hint="fix 'library:' there, or create it with `librarian init PATH`")
+        return Library(root)
     raise UsageError(
         f"{start} is not inside a library",
-        hint="pass --library PATH, set LIBRARIAN_LIBRARY, or run `librarian init`",
+        hint="pass --library PATH, set LIBRARIAN_LIBRARY, put 'library: PATH' in "
+        f"{config_path()}, or run `librarian init`",
     )
 
 

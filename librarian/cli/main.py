@@ -25,7 +25,7 @@ from librarian.errors import LibrarianError
 # command imports them all. tests/test_cli_exit_codes.py holds this table to the modules.
 COMMAND_MODULES = {
     **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
-                     "hide", "show", "resident", "prompt"), "skills"),
+                     "hide", "unhide", "show", "resident", "prompt"), "skills"),
     **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),

@@ -118,11 +118,17 @@ def hide(skill: str, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def show(skill: str, as_json: JsonOpt = False) -> None:
-    """List a hidden skill in the prompt again."""
+def unhide(skill: str, as_json: JsonOpt = False) -> None:
+    """List a hidden skill in the prompt again (also called `show`)."""
     from librarian.ops.visibility import show as show_skill
 
     _receipt(show_skill(current_library(), skill), as_json)
+
+
+@app.command("show")
+def show(skill: str, as_json: JsonOpt = False) -> None:
+    """The same as `unhide` (its first name)."""
+    unhide(skill, as_json)
 
 
 @app.command()

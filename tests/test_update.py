@@ -115,7 +115,7 @@ def test_upstream_adds_changes_and_removes(
     upstream.skill("skills/new").skill("skills/pdf", body="Version two.\n")
     upstream.remove("skills/docx").commit("second")
     outdated = cli(capsys, library, "outdated", "--json")
-    assert outdated.code == 0, outdated.err
+    assert outdated.code == 10, outdated.err  # something is outdated
     actions = {i["name"]: i["action"] for i in outdated.json["plans"][0]["items"]}
     assert actions == {"team:new": "add", "team:pdf": "update", "team:docx": "remove",
                        "team:review": "keep"}
@@ -446,7 +446,7 @@ def test_an_uncommitted_library_yaml_can_neither_add_nor_redirect_a_source(
     edit_source(library, "team", url=evil.url, commit=False)
     edit_source(library, "other", url=evil.url, commit=False)
     planned = cli(capsys, library, "outdated", "--json")
-    assert planned.code == 0, planned.err
+    assert planned.code == 10, planned.err
     assert [(p["source"], p["url"]) for p in planned.json["plans"]] == [("team", upstream.url)]
     assert any("uncommitted" in w for w in planned.json["warnings"])
     result = cli(capsys, library, "update", "--json")
@@ -471,13 +471,13 @@ def test_progress_goes_to_stderr_when_stderr_is_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # piped output...
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # ...watched progress
     result = cli(capsys, library, "outdated")
-    assert result.code == 0, result.err
+    assert result.code == 10, result.err
     assert f"fetching team from {upstream.url}" in result.err
     assert "fetching" not in result.out
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     quiet = cli(capsys, library, "outdated")
-    assert quiet.code == 0 and "fetching" not in quiet.err + quiet.out
+    assert quiet.code == 10 and "fetching" not in quiet.err + quiet.out
 
 
 def test_a_file_in_place_of_a_collection_directory_is_planned_not_a_crash(

@@ -53,14 +53,22 @@ def retain(
 @app.command()
 def inspect(
     section: Annotated[str | None, typer.Argument(
-        help="skills, recipes, drafts, tools or sources.")] = None,
+        help="skills, recipes, drafts, tools or sources; or one item's NAME.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read-only inventory with paths and diagnostics."""
+    """Read-only inventory with paths and diagnostics; `inspect NAME`: one item whole."""
     from librarian.cli.render import inventory_text
-    from librarian.ops.inventory import inspect_library
+    from librarian.ops.inventory import SECTIONS, inspect_library
 
+    if section is not None and section not in SECTIONS:
+        from librarian.cli.render_item import item_report_text
+        from librarian.ops.itemreport import inspect_item
+
+        report = inspect_item(current_library(), section)
+        emit({"kind": "item", **jsonable(report)} if as_json else None, as_json,
+             item_report_text(report))
+        return
     inventory = inspect_library(current_library(), section, verbose=verbose)
     emit({"kind": "inventory", **jsonable(inventory)} if as_json else None, as_json,
          inventory_text(inventory, verbose))

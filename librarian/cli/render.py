@@ -344,6 +344,13 @@ def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
     return lines
 
 
+def update_output_text(report: UpdateReport, diff: bool, content: str | None) -> str:
+    """What ``outdated`` and ``update`` print: the plan (with merge hunks under ``diff``),
+    then the content diff of ``--dry-run --diff`` / ``outdated --diff``."""
+    text = update_report_text(report, diff)
+    return text + ("\n" + content.rstrip("\n") if content else "")
+
+
 def update_report_text(report: UpdateReport, diff: bool = False) -> str:
     if not report.plans:
         return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from librarian.cli.app import JsonOpt, app, current_library, emit
-from librarian.cli.render import update_report_text as report_text
+
+if TYPE_CHECKING:
+    from librarian.sources.update import UpdateReport
 
 # demo_sources renders like the command line and imports these two names from here.
 
@@ -87,19 +89,38 @@ def source_remove(
     emit(receipt, as_json, source_removed_text(receipt))
 
 
-@app.command()
-def outdated(
-    names: SourcesArg = None,
-    diff: Annotated[bool, typer.Option(
-        "--diff", help="Show what each merge would write into your edited files.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Fetch and show what `update` would do per item; changes nothing."""
-    from librarian.cli.render import update_report_json
-    from librarian.sources.update import outdated as plan_outdated
+#: ``outdated`` exits with this when something is outdated (0: all up to date). Distinct
+#: from 0-5 (spec §3), as ``npm outdated`` exits 1; see docs/commands.md.
+EXIT_OUTDATED = 10
 
-    report = plan_outdated(current_library(), names or (), progress=_progress())
-    emit(update_report_json(report) if as_json else None, as_json, report_text(report, diff))
+DiffOpt = Annotated[bool, typer.Option(
+    "--diff", help="Show the content each planned change installs (upstream against HEAD) "
+    "and what each merge writes into your edited files.")]
+
+
+def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: bool) -> None:
+    from librarian.cli.render import update_output_text, update_report_json
+
+    if as_json:
+        document = update_report_json(report)
+        if content is not None:
+            document["diff"] = content
+        emit(document, True)
+    else:
+        typer.echo(update_output_text(report, diff, content))
+
+
+@app.command()
+def outdated(names: SourcesArg = None, diff: DiffOpt = False, as_json: JsonOpt = False) -> None:
+    """Fetch and show what `update` would do per item; changes nothing. Exit 10 when
+    something is outdated."""
+    from librarian.sources.plandiff import preview
+
+    shown = preview(current_library(), names or (), dry_run_of_update=False,
+                    progress=_progress(), diff=diff)
+    _emit_plan(shown.report, diff, shown.diff if diff else None, as_json)
+    if shown.report.plans and not shown.report.up_to_date:
+        raise typer.Exit(EXIT_OUTDATED)
 
 
 @app.command()
@@ -108,14 +129,16 @@ def update(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Back up conflicting local edits, then overwrite them.")] = False,
-    diff: Annotated[bool, typer.Option(
-        "--diff", help="Show what each merge writes into your edited files.")] = False,
+    diff: DiffOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fetch sources, plan, and install the new collections in one commit."""
-    from librarian.cli.render import update_report_json
+    from librarian.sources.plandiff import preview
     from librarian.sources.update import update as run_update
 
-    report = run_update(current_library(), names or (), dry_run=dry_run, force=force,
-                        progress=_progress())
-    emit(update_report_json(report) if as_json else None, as_json, report_text(report, diff))
+    if dry_run:
+        shown = preview(current_library(), names or (), progress=_progress(), diff=diff)
+        _emit_plan(shown.report, diff, shown.diff if diff else None, as_json)
+        return
+    report = run_update(current_library(), names or (), force=force, progress=_progress())
+    _emit_plan(report, diff, None, as_json)

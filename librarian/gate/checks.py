@@ -227,6 +227,11 @@ def is_approved(library: Library, recipe_path: str, digest: str) -> bool:
     return any(e.get("digest") == digest for e in _load_approvals(library).get(recipe_path, []))
 
 
+def approvals_of(library: Library, recipe_path: str) -> list[dict[str, Any]]:
+    """Every approval recorded for the recipe at ``recipe_path``, oldest first."""
+    return list(_load_approvals(library).get(recipe_path, []))
+
+
 def last_approval(library: Library, recipe_path: str) -> dict[str, Any] | None:
     entries = _load_approvals(library).get(recipe_path, [])
     return entries[-1] if entries else None

@@ -61,5 +61,6 @@ def diff_library(library: Library, name: str | None = None) -> str:
                 old = ItemFile("", False, store.read_blob(entry.sha)) if entry else None
                 path = library.root / file_status.path
                 new = ItemFile("", False, path.read_bytes()) if path.is_file() else None
-                lines += file_diff(file_status.path, old, new)
+                if old is not None or new is not None:  # an untracked directory: status
+                    lines += file_diff(file_status.path, old, new)
     return "\n".join(lines) + ("\n" if lines else "")

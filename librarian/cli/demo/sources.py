@@ -14,12 +14,18 @@ import shutil
 from pathlib import Path
 
 from librarian.cli.demo.steps import DemoStep
-from librarian.cli.render import error_line, receipt_text, update_report_text
+from librarian.cli.render import (
+    error_line,
+    receipt_text,
+    update_output_text,
+    update_report_text,
+)
 from librarian.core.resources import examples_dir
 from librarian.errors import ConflictError
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import revise
+from librarian.sources.plandiff import preview
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import outdated, update
 from librarian.store.library import Library
@@ -68,7 +74,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps.append(DemoStep(
         "Different lines: the update merges them, file by file, three ways, as git would",
         "librarian update --dry-run --diff",
-        update_report_text(update(library, dry_run=True), diff=True)))
+        _dry_run_with_diff(library)))
     steps.append(DemoStep(
         "Update: HEAD and the lock take upstream's version; the merged file stays in the "
         "work tree as your local edit (status: modified), and the edit is backed up first",
@@ -99,6 +105,12 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
         "backups/ and the command to bring it back is printed",
         "librarian update --force", update_report_text(update(library, force=True))))
     return steps
+
+
+def _dry_run_with_diff(library: Library) -> str:
+    """What ``librarian update --dry-run --diff`` prints."""
+    shown = preview(library, diff=True)
+    return update_output_text(shown.report, True, shown.diff)
 
 
 def _upstream_revision(shared: Library, workspace: Path, line: str) -> Path:

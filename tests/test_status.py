@@ -55,7 +55,7 @@ def test_clean_library(stocked: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert by_path["skills/alpha"]["digest"] == by_path["skills/alpha"]["committed"]
     assert {f["path"]: f["status"] for f in document["files"]} == {
         "library.yaml": "clean", "tools.yaml": "clean", "librarian.lock": "clean",
-        ".gitattributes": "clean", "README.md": "clean"}
+        ".gitattributes": "clean", "README.md": "clean", ".claude-plugin": "clean"}
     result = run_main(capsys, "--library", str(stocked), "status")
     assert result.code == 0 and result.out.startswith("clean")
     assert_git_consistent(stocked)  # librarian and git agree

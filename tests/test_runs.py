@@ -403,3 +403,24 @@ def test_a_timed_out_docker_run_kills_its_container(
     assert lines[0].startswith(f"run --rm -i --name librarian-{run_id} "
                                f"--user {os.getuid()}:{os.getgid()} ")
     assert lines[1:] == [f"kill librarian-{run_id}"]
+
+
+def test_an_async_run_killed_before_its_supervisor_started_is_lost_at_once(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The launching command is SIGKILLed after it recorded the run and before the
+    supervisor started: `wait` reports the run lost within seconds, not after the 30 s
+    launch grace a live launcher gets."""
+    retained(library, sources, "quick", "#!/bin/sh\necho fine\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRARIAN_")}
+    env["LIBRARIAN_CRASH_AT"] = "run-before-supervisor"
+    killed = subprocess.run(
+        [sys.executable, "-m", "librarian", "--library", str(library), "run", "quick",
+         "--async", "--json"], capture_output=True, text=True, timeout=60, check=False,
+        env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (run_dir,) = (library / ".git" / "librarian" / "runs").iterdir()
+    began = time.monotonic()
+    waited = cli(capsys, library, "wait", run_dir.name, "--json")
+    assert time.monotonic() - began < 10
+    assert waited.code == 125 and waited.json["status"] == "lost"

@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, BinaryIO
 
+from librarian.core.faults import crash_point
 from librarian.core.fsutil import atomic_write
 from librarian.core.model import ItemFile
 from librarian.gate.checks import (
@@ -45,6 +46,7 @@ from librarian.gate.checks import (
 from librarian.gate.environments import command_for, container_name, environment_availability
 from librarian.gate.runs import (
     LAUNCH_GRACE_SECONDS,
+    LAUNCHER_FILE,
     PID_FILE,
     SCRATCH_PREFIX,
     SPEC_FILE,
@@ -145,6 +147,10 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
         started=round(time.time(), 3), timeout=target.manifest.timeout or DEFAULT_TIMEOUT,
         pid=None if mode == "async" else os.getpid(),
     )
+    if mode == "async":
+        # Who may still start the supervisor: once it is dead, a launched run that has
+        # no supervisor is lost at once rather than after the whole grace period.
+        (run_dir / LAUNCHER_FILE).write_text(str(os.getpid()))
     write_record(run_dir, record)
     return record
 
@@ -173,6 +179,7 @@ def _launch(library: Library, run_dir: Path, record: RunRecord) -> RunRecord:
     so nothing in the caller's directory (a ``json.py``, say) is imported by it. The
     installed librarian stays importable: site-packages, and its ``.pth`` files, still load.
     """
+    crash_point("run-before-supervisor")
     with (run_dir / "supervisor.log").open("wb") as log:
         try:
             starter = subprocess.Popen(

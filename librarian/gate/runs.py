@@ -41,6 +41,10 @@ LEDGERED_MARK = "ledgered"
 OUTPUT_LIMIT = 1024 * 1024  # bytes of stdout/stderr put into a run_result document
 TERMINAL = frozenset({"succeeded", "failed", "timed_out", "lost"})
 LAUNCH_GRACE_SECONDS = 30.0
+#: how long a launched run may wait for its supervisor once the command that launched it
+#: is dead (the supervisor, if it was started, publishes its pid within milliseconds)
+ORPHANED_LAUNCH_SECONDS = 2.0
+LAUNCHER_FILE = "launcher.pid"
 SCRATCH_PREFIX = "librarian-run-"
 CONTAINER_KILL_SECONDS = 10.0  # at most this long waiting for `docker kill`
 _RUN_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{8}")
@@ -122,6 +126,16 @@ def _owner_alive(pid: int, run_dir: Path, mode: str) -> bool:
     return str(run_dir).encode() in cmdline
 
 
+def _launcher_alive(run_dir: Path) -> bool:
+    """Whether the command that launched an async run may still start its supervisor (a
+    run without the file, from an older librarian, is given the whole grace period)."""
+    try:
+        launcher = int((run_dir / LAUNCHER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return True
+    return _owner_alive(launcher, run_dir, "sync")
+
+
 def refresh(library: Library, run_dir: Path) -> RunRecord | None:
     """The run's record; a run whose owner died without recording an end becomes ``lost``."""
     record = read_record(run_dir)
@@ -129,7 +143,8 @@ def refresh(library: Library, run_dir: Path) -> RunRecord | None:
         return record
     pid = record.pid if record.pid is not None else read_pid(run_dir)
     if pid is None:
-        if time.time() - record.started < LAUNCH_GRACE_SECONDS:
+        grace = LAUNCH_GRACE_SECONDS if _launcher_alive(run_dir) else ORPHANED_LAUNCH_SECONDS
+        if time.time() - record.started < grace:
             return record
     elif _owner_alive(pid, run_dir, record.mode):
         return record

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
+from librarian.core.faults import crash_point
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -59,7 +60,7 @@ from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, make_tree
 from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
-from librarian.store.txn import Transaction, crash_point
+from librarian.store.txn import Transaction
 from librarian.trust.policy import VerifiedRelease
 
 __all__ = [

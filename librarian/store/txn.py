@@ -23,14 +23,13 @@ command changed nothing; only if that undo fails too does the journal stay, and
 
 from __future__ import annotations
 
-import os
-import signal
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import format_message
+from librarian.core.faults import crash_point
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
 from librarian.store import apply
@@ -52,13 +51,6 @@ from librarian.store.recovery import recover
 from librarian.store.snapshot import Snapshot
 
 Trailers = Sequence[tuple[str, str]]
-
-
-def crash_point(name: str) -> None:
-    """Fault injection for the recovery tests: ``LIBRARIAN_CRASH_AT=<name>`` kills the
-    process here with SIGKILL, exactly as an outside kill would."""
-    if os.environ.get("LIBRARIAN_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Transaction:

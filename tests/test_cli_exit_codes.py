@@ -269,3 +269,28 @@ def test_no_command_prints_the_help_and_one_error_line(capsys: pytest.CaptureFix
     assert_one_error_line(result.err)
     group = run_main(capsys, "source")
     assert group.code == 2 and "add" in group.out
+
+
+# -- the dependency pin (docs/decisions.md: typer >=0.24,<0.26, click declared) ------------------
+
+
+def test_the_installed_typer_is_in_the_pinned_range_and_raises_the_click_we_catch(
+    tmp_path: Path,
+) -> None:
+    import importlib.metadata
+
+    import click
+    import typer.core
+
+    requires = importlib.metadata.requires("librarian") or []
+    assert any(r.replace(" ", "").startswith("click>=") for r in requires), requires
+    typer_pin = next(r for r in requires if r.startswith("typer"))
+    assert "<0.26" in typer_pin, typer_pin
+    major, minor = (int(p) for p in importlib.metadata.version("typer").split(".")[:2])
+    assert (0, 24) <= (major, minor) < (0, 26)
+    # From 0.26 typer vendors click; then `except click.ClickException` in cli/main.py
+    # would no longer match what typer raises and a usage error would become exit 1.
+    assert typer.core.click is click
+    usage = run_process("status", "--no-such-option", cwd=tmp_path)
+    assert usage.returncode == 2, usage.stderr
+    assert "no-such-option" in assert_one_error_line(usage.stderr)

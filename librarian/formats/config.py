@@ -16,11 +16,19 @@ from librarian.core.gitpaths import path_problem, visible
 from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, SOURCES_DIR, Policy
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
+from librarian.formats.lockfile import DIGEST_RE as DIGEST_RE
+from librarian.formats.lockfile import LOCK_FILE as LOCK_FILE
+from librarian.formats.lockfile import LockedSource as LockedSource
+from librarian.formats.lockfile import digest_problem as digest_problem
+from librarian.formats.lockfile import dump_lock as dump_lock
+from librarian.formats.lockfile import load_lock as load_lock
 from librarian.formats.yamlio import dump_yaml, load_yaml
+
+# librarian.lock has its own module (formats/lockfile.py, a fixed shape read without a
+# general YAML parse); its names are re-exported here with the other committed files.
 
 LIBRARY_FILE = "library.yaml"
 TOOLS_FILE = "tools.yaml"
-LOCK_FILE = "librarian.lock"
 #: What ``agents.may`` may grant an agent over MCP, and what it grants when unset.
 AGENT_VERBS = ("draft", "promote", "defer", "discard", "expose")
 DEFAULT_AGENT_VERBS = ("draft",)
@@ -30,18 +38,7 @@ _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 #: collection, low enough that no read or allocation overflows.
 POLICY_CEILINGS = {"max_exposed_tools": 10_000, "max_item_bytes": 4 << 30,
                    "max_item_files": 1_000_000, "max_file_bytes": 1 << 30}
-DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
-_OID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::: git remote helpers
-
-
-def digest_problem(value: str) -> str | None:
-    """Why ``value`` is not a digest librarian could have written (all zeros never is)."""
-    if not DIGEST_RE.fullmatch(value):
-        return f"{value!r} is not a digest (sha256: and 64 lowercase hex digits)"
-    if set(value[7:]) == {"0"}:
-        return f"{value!r} is all zeros, the digest of no content"
-    return None
 
 
 @dataclass(frozen=True)
@@ -233,69 +230,3 @@ def dump_tools(tools: Mapping[str, ToolEntry]) -> bytes:
     return dump_yaml(
         {"tools": {k: {"recipe": v.recipe, "digest": v.digest} for k, v in sorted(tools.items())}}
     )
-
-
-@dataclass(frozen=True)
-class LockedSource:
-    url: str
-    ref: str
-    commit: str
-    items: Mapping[str, str]  # upstream item path -> digest as installed
-    release: int | None = None  # a signed source: the installed release's version ...
-    release_tag: str | None = None  # ... and its tag object id (spec §7)
-
-
-def load_lock(data: bytes, where: str = LOCK_FILE) -> dict[str, LockedSource]:
-    doc = _mapping(load_yaml(data, where), where)
-    _unknown(doc, {"librarian-lock", "sources"}, where)
-    if doc.get("librarian-lock") != 1:
-        raise UsageError(f"{where}: 'librarian-lock: 1' is required (format version)")
-    locked: dict[str, LockedSource] = {}
-    for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
-        what = f"{where}: sources.{source_name}"
-        spec = _mapping(spec, what)
-        _unknown(spec, {"url", "ref", "commit", "release", "release-tag", "items"}, what)
-        items = _mapping(spec.get("items"), f"{what}.items")
-        release = spec.get("release")
-        if release is not None and (isinstance(release, bool) or not isinstance(release, int)):
-            raise UsageError(f"{what}.release must be an integer")
-        release_tag = spec.get("release-tag")
-        if release_tag is not None and not isinstance(release_tag, str):
-            raise UsageError(f"{what}.release-tag must be a tag object id")
-        if name_problem(source_name):
-            raise UsageError(f"{what}: invalid source name")
-        commit = spec.get("commit")
-        if commit is not None and not (isinstance(commit, str) and _OID_RE.fullmatch(commit)):
-            raise UsageError(f"{what}.commit {commit!r} is not a commit id")
-        for item_path, digest in items.items():
-            if path_problem(str(item_path)) is not None:
-                raise UsageError(f"{what}.items: {visible(str(item_path))!r} is not an item path")
-            problem = digest_problem(str(digest))
-            if problem is not None:
-                raise UsageError(f"{what}.items.{item_path}: {problem}")
-        locked[source_name] = LockedSource(
-            url=str(spec.get("url", "")),
-            ref=str(spec.get("ref", "")),
-            commit=str(spec.get("commit", "")),
-            items={str(k): str(v) for k, v in items.items()},
-            release=release,
-            release_tag=release_tag,
-        )
-    return locked
-
-
-def dump_lock(locked: Mapping[str, LockedSource]) -> bytes:
-    sources: dict[str, Any] = {}
-    for source_name, entry in sorted(locked.items()):
-        spec: dict[str, Any] = {
-            "url": entry.url,
-            "ref": entry.ref,
-            "commit": entry.commit,
-            "items": dict(sorted(entry.items.items())),
-        }
-        if entry.release is not None:
-            spec["release"] = entry.release
-        if entry.release_tag is not None:
-            spec["release-tag"] = entry.release_tag
-        sources[source_name] = spec
-    return dump_yaml({"librarian-lock": 1, "sources": sources})

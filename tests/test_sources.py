@@ -139,6 +139,30 @@ def test_remove_with_local_edits_is_refused_unless_forced_with_a_backup(
     assert edited.read_bytes() == mine
 
 
+def test_remove_finds_untracked_files_between_items_but_not_inside_them(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    """The walk of the collection is linear: it skips installed items (judged by their
+    hash) and reports any other directory holding files."""
+    from librarian.sources.subscriptions import local_edits
+    from librarian.store.library import Library
+    from librarian.store.snapshot import Snapshot
+
+    assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
+    assert cli(capsys, library, "update").code == 0
+    lib = Library(library)
+    with lib.store() as store:
+        tree = Snapshot.head(lib, store).tree
+        assert local_edits(lib, store, tree, "team") == []
+        (library / "sources/team/skills/stray").mkdir()
+        (library / "sources/team/skills/stray/notes.md").write_text("mine\n")
+        (library / "sources/team/skills/README.md").write_text("mine\n")
+        assert local_edits(lib, store, tree, "team") == [
+            "sources/team/skills", "sources/team/skills/stray"]
+        (library / "sources/team/skills/pdf/extra.md").write_text("mine\n")
+        assert "sources/team/skills/pdf" in local_edits(lib, store, tree, "team")
+
+
 def test_strip_credentials() -> None:
     assert strip_credentials("https://u:p@host/x.git") == "https://host/x.git"
     assert strip_credentials("https://TOKEN@host/x.git") == "https://host/x.git"

@@ -236,14 +236,13 @@ def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
             edited.append(library_path)
     root = library.path_of(collection_path(source))
     if root.is_dir():
-        for directory, _, files in _walk(root):
-            rel = directory.relative_to(library.root).as_posix()
-            inside = any(rel == p or rel.startswith(p + "/") for p in
-                         (collection_path(source, i) for i in installed))
-            if files and not inside:
+        # Linear in the collection: an installed item was judged above, so the walk does
+        # not descend into it; any other directory holding files is untracked content.
+        items = {collection_path(source, path) for path in installed}
+        for directory, dirs, files in os.walk(root):
+            rel = Path(directory).relative_to(library.root).as_posix()
+            if rel in items:
+                dirs[:] = []
+            elif files:
                 edited.append(rel)
     return sorted(dict.fromkeys(edited))
-
-
-def _walk(root: Path) -> list[tuple[Path, list[str], list[str]]]:
-    return [(Path(d), dirs, files) for d, dirs, files in os.walk(root)]

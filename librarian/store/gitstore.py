@@ -7,7 +7,6 @@ cost of a commit does not grow with the size of the library.
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,7 +20,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathClash, nest
-from librarian.core.fsutil import fsync_dir
+from librarian.core.fsutil import fsync_dir, fsync_file
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
 from librarian.store.revparse import split_revision
@@ -288,12 +287,8 @@ class GitStore:
             path = objects_dir / hexsha[:2] / hexsha[2:]
             # dulwich does not fsync loose objects unless core.fsyncObjectFiles is set, a
             # setting git itself warns about; a ref must never name an object still in
-            # the page cache only.
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # the page cache only (inside a transaction: one sync before the ref moves).
+            fsync_file(path)
             directories.add(path.parent)
         for directory in directories:
             fsync_dir(directory)

@@ -9,11 +9,13 @@ Order of work in ``commit``, chosen so that a crash at any instant leaves the li
 recoverable:
 
 1. write the new objects and the commit into the object store (unreferenced until step 4);
-2. write the new work-tree content into ``.git/librarian/stage/<tx>/`` (fsynced);
-3. write the journal (base commit, new commit, paths);
+2. write the new work-tree content into ``.git/librarian/stage/<tx>/``;
+3. write the journal (base commit, new commit, paths), then make steps 1-3 durable with
+   one sync of the file system (``fsutil.one_sync``: no fsync per file);
 4. move the branch base -> new by compare-and-swap (a moved branch: exit 3, nothing done);
 5. swap each path: old content to ``trash/<tx>/``, staged content into place (renames);
-6. splice the changed entries into the git index, so plain ``git status`` stays clean;
+6. splice the changed entries into the git index, so plain ``git status`` stays clean,
+   then make steps 5-6 durable with one more sync;
 7. delete the journal, then the stage and trash.
 
 A failure in steps 5-6 renames everything back and moves the branch back, so a failed
@@ -30,6 +32,7 @@ from types import TracebackType
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import format_message
 from librarian.core.faults import crash_point
+from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
 from librarian.store import apply
@@ -208,25 +211,30 @@ class Transaction:
         new_tree = self._with_plugin_manifests(new_tree, check_manifests)
         new = store.make_commit(new_tree, [base] if base else [],
                                 format_message(subject, trailers))
-        store.flush(new)
-        crash_point("after-objects")
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
                           new.decode(), tuple(c.path for c in self._changes),
                           work_trees(self._changes))
-        # Git's index.lock is taken before the branch moves (a held one: exit 3, nothing
-        # changed) and kept until the new index is in place, so no plain git command can
-        # commit from the old index in between.
-        apply.hold_index(library, journal.tx)
+        held = False
         try:
-            apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)
-            journal.write(library)
+            # Objects, stage and journal are written, then made durable by one sync
+            # before the branch moves (batched durability, core/fsutil.py).
+            with one_sync(library.git_dir):
+                store.flush(new)
+                crash_point("after-objects")
+                # Git's index.lock is taken before the branch moves (a held one: exit 3,
+                # nothing changed) and kept until the new index is in place, so no plain
+                # git command can commit from the old index in between.
+                apply.hold_index(library, journal.tx)
+                held = True
+                apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)
+                journal.write(library)
             crash_point("after-journal")
             store.move_branch(base, new, message=subject.encode())
         except BaseException:
             # An interrupt can land after the ref file was replaced but before move_branch
             # returned: then the change is made and the journal must stay for recovery.
-            if store.ref(store.branch()) != new:
+            if held and store.ref(store.branch()) != new:
                 apply.discard(library, journal.tx)
                 apply.release_index(library)
             raise
@@ -234,8 +242,10 @@ class Transaction:
         crash_point("after-cas")
         done: list[tuple[str, int]] = []
         try:
-            apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done,
-                          journal.work_of(), held=True)
+            # The renames are made durable by one sync before the journal goes.
+            with one_sync(library.git_dir):
+                apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done,
+                              journal.work_of(), held=True)
         except (LibrarianError, OSError):
             # A failure after the branch moved (a vanished directory, a full disk): put
             # everything back so the command changed nothing. If even that fails, the

@@ -1,0 +1,193 @@
+"""Speed at scale (issue 12): librarian against git, and against an older librarian, paired.
+
+    python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--cases a,b,...]
+
+Builds an upstream repository of N skills (5 small files each), a plain ``git clone`` of
+it, and one library per librarian under test, each subscribed to the upstream and installed
+by ``update``. ``--before DIR`` names the source tree of another librarian (e.g. a
+``git worktree add --detach /tmp/before <commit>``), run with ``PYTHONPATH=DIR``; without it
+only this tree is measured. Every round runs each contender once, in rotating order, on the
+same change, so the ratios are of paired runs on a shared machine; the medians are printed.
+
+Cases (``--cases``, default all):
+
+- ``install``: first install of the N items, against ``git clone`` (one round: it is slow);
+- ``status``: ``librarian status`` against ``git status`` in the same library (warm);
+- ``update10``, ``update100``: 10 / 100 items changed upstream, against ``git fetch`` +
+  ``git checkout`` of the same commit in the clone; ``noop``: nothing new upstream;
+- ``inspect``: ``inspect --json`` against ``git ls-tree -r HEAD``;
+- ``prompt``: ``prompt`` twice, the second timed (warm cache);
+- ``memory``: peak resident memory of status and of an update of 10 changed, against git;
+- ``remove``: ``source remove`` of the whole collection (last: it empties the libraries).
+
+Never part of the test suite. Needs the git binary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from update import ENV, change_upstream, run, write_skill  # noqa: E402
+
+HERE = Path(__file__).resolve().parent.parent
+CASES = ("install", "status", "noop", "update10", "update100", "inspect", "prompt",
+         "memory", "remove")
+
+
+def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
+    """Wall time and peak resident memory (KiB) of one process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace')}")
+    return elapsed, usage.ru_maxrss
+
+
+class Contender:
+    def __init__(self, name: str, tree: Path, library: Path) -> None:
+        self.name, self.library = name, library
+        self.env = {**ENV, "PYTHONPATH": str(tree)}
+
+    def cmd(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "librarian", "--library", str(self.library), *args]
+
+    def time(self, *args: str) -> tuple[float, int]:
+        return measure(self.cmd(*args), self.library, self.env)
+
+
+def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
+    medians = {k: statistics.median(v) for k, v in samples.items() if v}
+    text = "  ".join(f"{k} {v:8.3f} {unit}" if unit == "s" else f"{k} {v / 1024:7.1f} MiB"
+                     for k, v in medians.items())
+    ratios = ""
+    if "git" in medians and medians["git"] > 0:
+        ratios = "  " + "  ".join(f"{k}/git {v / medians['git']:5.2f}x"
+                                  for k, v in medians.items() if k != "git")
+    n = len(next(iter(samples.values())))
+    print(f"{case:<28} {text}{ratios}  (median of {n})", flush=True)
+
+
+def rounds(runs: int, contenders: list[Contender], git: Sequence[Sequence[str]] | None,
+           clone: Path, args: Sequence[str], prepare: object = None,
+           memory: bool = False) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {c.name: [] for c in contenders}
+    if git is not None:
+        samples["git"] = []
+    for number in range(runs):
+        if callable(prepare):
+            prepare(number)
+        order: list[Contender | None] = [*contenders, None]
+        shift = number % len(order)
+        for who in order[shift:] + order[:shift]:
+            if who is None:
+                if git is None:
+                    continue
+                total, peak = 0.0, 0
+                for cmd in git:
+                    elapsed, rss = measure(cmd, clone, ENV)
+                    total, peak = total + elapsed, max(peak, rss)
+                samples["git"].append(float(peak) if memory else total)
+            else:
+                elapsed, rss = who.time(*args)
+                samples[who.name].append(float(rss) if memory else elapsed)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--before", type=Path, default=None)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--keep", type=Path, default=None)
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="librarian-bench-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    upstream, clone = work / "upstream", work / "clone"
+    trees = {"after": HERE, **({"before": args.before.resolve()} if args.before else {})}
+    contenders = [Contender(name, tree, work / f"library-{name}") for name, tree in
+                  trees.items()]
+    print(f"{args.items} items, {args.runs} paired runs; contenders: "
+          + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
+    try:
+        upstream.mkdir()
+        run(["git", "init", "-q", "-b", "main"], upstream)
+        for number in range(args.items):
+            write_skill(upstream, f"skill-{number:05d}")
+        run(["git", "add", "-A"], upstream)
+        run(["git", "commit", "-q", "-m", "initial"], upstream)
+        installs: dict[str, list[float]] = {"git": []}
+        installs["git"].append(measure(["git", "clone", "-q", str(upstream), str(clone)], work,
+                                       ENV)[0])
+        for who in contenders:
+            run([sys.executable, "-m", "librarian", "init", str(who.library), "--name",
+                 "bench"], work)
+            who.env["LIBRARIAN_LIBRARY"] = str(who.library)
+            run(who.cmd("source", "add", "team", str(upstream)), work)
+            installs[who.name] = [who.time("update")[0]]
+        if "install" in cases:
+            row("first install", installs)
+        revision = [0]
+
+        def change(count: int) -> object:
+            def prepare(_: int) -> None:
+                revision[0] += 1
+                change_upstream(upstream, args.items, count, revision[0])
+            return prepare
+
+        fetch = [["git", "fetch", "-q", "origin", "main"],
+                 ["git", "checkout", "-q", "--detach", "FETCH_HEAD"]]
+        if "status" in cases:
+            for who in contenders:
+                who.time("status")  # warm the caches
+            measure(["git", "status"], clone, ENV)
+            row("status (warm)", rounds(args.runs, contenders, [["git", "status"]], clone,
+                                        ["status"]))
+        if "noop" in cases:
+            row("update, nothing new", rounds(args.runs, contenders, None, clone, ["update"]))
+        for case, count in (("update10", 10), ("update100", 100)):
+            if case in cases:
+                row(f"update, {count} changed", rounds(args.runs, contenders, fetch, clone,
+                                                       ["update"], change(count)))
+        if "inspect" in cases:
+            row("inspect --json", rounds(args.runs, contenders,
+                                         [["git", "ls-tree", "-r", "HEAD"]], clone,
+                                         ["inspect", "--json"]))
+        if "prompt" in cases:
+            for who in contenders:
+                who.time("prompt")
+            row("prompt (warm)", rounds(args.runs, contenders, None, clone, ["prompt"]))
+        if "memory" in cases:
+            row("peak memory: status", rounds(args.runs, contenders, [["git", "status"]],
+                                              clone, ["status"], memory=True), unit="KiB")
+            row("peak memory: update 10", rounds(args.runs, contenders, fetch, clone,
+                                                 ["update"], change(10), memory=True),
+                unit="KiB")
+        if "remove" in cases:
+            samples = {who.name: [who.time("source", "remove", "team")[0]]
+                       for who in contenders}
+            row("source remove", samples)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Batched durability (git's core.fsyncMethod=batch): write everything, then sync once.
+
+The crash guarantees themselves are held by the SIGKILL tests of test_transaction.py and
+test_update_recovery.py; here: the fsyncs of a transaction do not grow with its files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import make_skill, write
+
+from librarian.core import fsutil
+from librarian.ops.retention import retain
+from librarian.store.library import Library
+
+
+class Counter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fsyncs = self.syncs = 0
+        real_fsync, real_sync = os.fsync, fsutil.sync_filesystem
+
+        def fsync(fd: int) -> None:
+            self.fsyncs += 1
+            real_fsync(fd)
+
+        def sync(anchor: Path) -> None:
+            self.syncs += 1
+            real_sync(anchor)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(fsutil, "sync_filesystem", sync)
+
+
+def test_inside_one_sync_nothing_is_fsynced_until_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = Counter(monkeypatch)
+    with fsutil.one_sync(tmp_path):
+        for number in range(20):
+            fsutil.write_file_durably(tmp_path / f"f{number}", b"data")
+        fsutil.atomic_write(tmp_path / "replaced", b"new")
+        fsutil.fsync_dir(tmp_path)
+        with fsutil.one_sync(tmp_path):  # nested: the outer block syncs
+            fsutil.fsync_file(tmp_path / "f0")
+        assert (counter.fsyncs, counter.syncs) == (0, 0)
+    assert (counter.fsyncs, counter.syncs) == (0, 1)
+    assert (tmp_path / "replaced").read_bytes() == b"new"
+    with pytest.raises(RuntimeError), fsutil.one_sync(tmp_path):
+        fsutil.write_file_durably(tmp_path / "late", b"data")
+        raise RuntimeError("nothing written here was made visible")
+    assert counter.syncs == 1
+    fsutil.write_file_durably(tmp_path / "alone", b"data")  # outside: one fsync, as before
+    assert counter.fsyncs == 1
+
+
+def test_sync_filesystem_works_on_this_machine(tmp_path: Path) -> None:
+    fsutil.sync_filesystem(tmp_path)
+
+
+def _fsyncs_for_a_retain(library: Path, sources: Path, name: str, files: int,
+                         monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    skill = make_skill(sources, name)
+    for number in range(files):
+        write(skill / "references" / f"note-{number:03d}.md", f"note {number}\n")
+    with monkeypatch.context() as patch:
+        counter = Counter(patch)  # type: ignore[arg-type]
+        retain(Library(library), skill)
+    return counter.fsyncs, counter.syncs
+
+
+def test_a_transaction_syncs_twice_whatever_its_size(
+    library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = _fsyncs_for_a_retain(library, sources, "small", 1, monkeypatch)
+    large = _fsyncs_for_a_retain(library, sources, "large", 120, monkeypatch)
+    assert small == large
+    assert large[1] == 2  # before the branch moves, and before the journal goes
+    assert large[0] <= 4  # the git index's own write; no fsync per file or directory
+    subprocess.run(["git", "fsck", "--strict"], cwd=library, check=True, capture_output=True)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=library, check=True,
+                            capture_output=True, text=True)
+    assert status.stdout == ""

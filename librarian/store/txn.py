@@ -25,6 +25,7 @@ command changed nothing; only if that undo fails too does the journal stay, and
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
@@ -35,7 +36,7 @@ from librarian.core.faults import crash_point
 from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
-from librarian.store import apply
+from librarian.store import apply, packs
 from librarian.store.changes import (
     Change,
     CommitResult,
@@ -255,4 +256,8 @@ class Transaction:
             raise
         crash_point("after-swap")
         apply.discard(library, journal.tx)
+        # Fetches and large commits add packs; past 50, a bounded step merges the smallest
+        # (store/packs.py). The change is complete already, so a failure here is no failure.
+        with contextlib.suppress(OSError):
+            packs.consolidate(store)
         return CommitResult(new.decode(), base.decode() if base else None)

@@ -17,6 +17,7 @@ import click
 
 from librarian.cli import foundation as _foundation  # noqa: F401  (registers its commands)
 from librarian.cli.app import app
+from librarian.cli.progress import on_terminal
 from librarian.errors import LibrarianError
 
 # Command modules of later capabilities register their commands on `app` when imported.
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in args
     register_commands(args)
     try:
-        result = app(args=args, prog_name="librarian", standalone_mode=False)
+        with on_terminal(as_json):
+            result = app(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
         # The path an error is about goes into the JSON document; the one human line
         # already names it.

@@ -9,7 +9,6 @@ Progress of long fetches goes to stderr, when stderr is a terminal.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,15 +28,11 @@ SourcesArg = Annotated[list[str] | None, typer.Argument(help="Sources (default: 
 
 
 def _progress() -> Callable[[str], None] | None:
-    """A progress callback writing to stderr, or None when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        return None
+    """The fetch's server messages go to the progress shown on a terminal (cli.progress),
+    or nowhere."""
+    from librarian.core import progress
 
-    def show(text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    return show
+    return progress.note if progress.active() else None
 
 
 @source_app.command("add")

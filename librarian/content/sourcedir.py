@@ -11,6 +11,7 @@ from typing import Protocol
 
 from librarian.content.secretscan import secret_refusal
 from librarian.core.model import ItemFile, Policy
+from librarian.core.progress import advance, phase
 from librarian.errors import UsageError
 from librarian.formats.skillmd import validation_error
 
@@ -69,6 +70,7 @@ def read_source_dir(root: Path, policy: Policy) -> tuple[ItemFile, ...]:
     if not stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{root} is not a directory", path=str(root))
     problems: list[str] = []
+    phase(f"read {root.name}")
     walker = _Walker(root, policy, _load_ignores(root, policy, problems), problems)
     walker.walk()
     if walker.count > policy.max_item_files:
@@ -231,6 +233,7 @@ class _Walker:
                 return
             refusal = secret_refusal(rel, data, self.policy.allowed_secrets)
             self.files.append(ItemFile(rel, bool(st.st_mode & stat.S_IXUSR), data))
+            advance()
         if refusal is not None:
             self.problems.append(refusal)
 

@@ -25,6 +25,7 @@ from librarian.core.model import (
     Policy,
 )
 from librarian.core.names import name_problem
+from librarian.core.progress import counted
 from librarian.errors import LibrarianError
 from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE
 from librarian.formats.config import (
@@ -272,7 +273,7 @@ def check_library(
         seen: dict[str, str] = {}
         warnings: list[str] = []
         digests: dict[str, str] = {}
-        for path in sorted(items):
+        for path in counted("check", sorted(items)):
             problems.extend(_check_item(path, items[path], policy, warnings, digests))
             if path.startswith(SOURCES_DIR + "/"):
                 continue

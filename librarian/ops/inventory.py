@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from librarian.core.model import MANIFEST_FILES, RecipeManifest
+from librarian.core.progress import counted
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
@@ -101,7 +102,7 @@ def inspect_library(
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
         items = []
-        for item in snapshot.items():
+        for item in counted("inspect", list(snapshot.items())):
             if section not in (None, _section_of(item)) and not (
                 section == "sources" and item.state == "managed"
             ):

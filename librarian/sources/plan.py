@@ -19,6 +19,7 @@ from typing import Literal
 
 from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
+from librarian.core.progress import counted
 from librarian.formats.config import (
     LockedSource,
     SourceConfig,
@@ -139,7 +140,7 @@ def plan_source(
     items = [
         _plan_item(library, store, work_cache, name, path, installed.get(path), pins.get(path),
                    collection)
-        for path in sorted(set(installed) | set(collection.items))
+        for path in counted(f"plan {name}", sorted(set(installed) | set(collection.items)))
     ]
     work_cache.save(partial=True)
     return SourcePlan(

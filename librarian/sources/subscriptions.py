@@ -17,6 +17,7 @@ from pathlib import Path
 from librarian.content.worktree import NotRegularFile
 from librarian.core.events import trailers
 from librarian.core.names import check_name
+from librarian.core.progress import counted
 from librarian.core.receipts import BackupReceipt, Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
@@ -223,7 +224,7 @@ def local_edits(library: Library, store: GitStore, tree: ObjectId | None,
     cache = WorkTreeCache(library.cache_dir)
     edited = []
     installed = installed_items(store, tree, source)
-    for path, (committed, _) in installed.items():
+    for path, (committed, _) in counted(f"check {source}", installed.items()):
         library_path = collection_path(source, path)
         target = library.path_of(library_path)
         if not target.exists():

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
 from librarian.core.faults import crash_point
+from librarian.core.progress import phase as shown_phase
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -168,6 +169,7 @@ def _fetch_plan_apply(
     releases = {}
     locked = tx.base.lock
     for name, source in chosen.items():
+        shown_phase(f"fetch {name}")
         if progress is not None:
             progress(f"fetching {name} from {strip_credentials(source.url)}\n")
         fetched[name], release = fetch_source(store, name, source, locked.get(name),

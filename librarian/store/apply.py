@@ -25,6 +25,7 @@ from librarian.content.worktree import (
 )
 from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
 from librarian.core.fsutil import fsync_dir, write_file_durably
+from librarian.core.progress import counted
 from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.store.changes import Change, DirChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
@@ -119,7 +120,7 @@ def undo(
 
 def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
     stage.mkdir(parents=True)
-    for number, change in enumerate(changes):
+    for number, change in enumerate(counted("stage", changes)):
         slot = stage / str(number)
         if isinstance(change, DirChange) and change.files:
             write_files(slot, change.files)
@@ -168,7 +169,7 @@ def swap_in(
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
     work = work or {}
-    for number, path in enumerate(paths):
+    for number, path in enumerate(counted("install", paths)):
         target, slot = library.path_of(path), stage / str(number)
         desired = store.lookup(new_tree, path)
         if desired is not None and number in work:

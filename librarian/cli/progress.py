@@ -1,0 +1,69 @@
+"""Progress on a terminal: rich, loaded only when stderr is a terminal and not ``--json``.
+
+Installed once by ``cli.main`` around the command; commands with no long work report no
+phase, and then rich is never imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any
+
+from librarian.core.progress import reporting
+
+
+class TerminalReporter:
+    """Draws the current phase with a bar (or a spinner when the total is unknown)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+
+    def _start(self) -> Any:
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+            )
+
+            self._progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                MofNCompleteColumn(), console=Console(file=sys.stderr), transient=True,
+                # Output printed while a phase is shown goes above it on the terminal;
+                # piped output is never touched.
+                redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
+            self._progress.start()
+        return self._progress
+
+    def phase(self, name: str, total: int | None) -> None:
+        progress = self._start()
+        if self._task is not None:
+            progress.update(self._task, visible=False)
+        self._task = progress.add_task(name, total=total)
+        progress.refresh()
+
+    def advance(self, count: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, count)
+
+    def note(self, text: str) -> None:
+        line = " ".join(text.replace("\r", "\n").split("\n")[-2:]).strip()
+        if self._task is not None and line:
+            self._progress.update(self._task, description=line[:60])
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def on_terminal(as_json: bool) -> contextlib.AbstractContextManager[None]:
+    """Progress for this command: on a terminal (stderr) and without ``--json`` only."""
+    if as_json or os.environ.get("TERM") == "dumb" or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return reporting(TerminalReporter())

@@ -14,6 +14,7 @@ from librarian.gate.tools import tool_contracts
 from librarian.ops.history import LogEntry, read_log
 from librarian.sources.subscriptions import source_infos
 from librarian.store.library import Item, Library
+from librarian.store.memo import TreeMemo
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
@@ -60,6 +61,34 @@ def _section_of(item: Item) -> Section:
 
 
 def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
+    """The item as ``inspect`` shows it. What is judged from its content is remembered by
+    tree id and policy (store/memo.py): a second ``inspect`` of 10,000 items reads none."""
+    memo = TreeMemo.of(snapshot.store, "inspect")
+    key = f"2:{item.tree.decode()}:{_policy_key(snapshot)}"  # 2: the shape of the value
+    known = memo.get(key)
+    if not isinstance(known, dict):
+        known = _judge(snapshot, item)
+        memo.put(key, known)
+    return ItemInfo(
+        name=item.name,
+        kind=item.kind,
+        state=item.state,
+        path=item.path,
+        location=str(snapshot.library.path_of(item.path)),
+        digest=known["digest"],
+        description=known["description"],
+        details=dict(known["details"]),
+        files=tuple(FileInfo(p, n, x) for p, n, x in known["files"]) if verbose else (),
+        diagnostics=tuple(known["diagnostics"]),
+        warnings=tuple(known.get("warnings", ())),
+    )
+
+
+def _policy_key(snapshot: Snapshot) -> str:
+    return ",".join(str(v) for v in dataclasses.astuple(snapshot.policy))
+
+
+def _judge(snapshot: Snapshot, item: Item) -> dict[str, Any]:
     diagnostics: list[str] = []
     warnings: tuple[str, ...] = ()
     description: str | None = None
@@ -79,19 +108,9 @@ def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
     except LibrarianError as exc:
         problems = getattr(exc, "problems", ()) or (exc.message,)
         diagnostics.extend(problems)
-    return ItemInfo(
-        name=item.name,
-        kind=item.kind,
-        state=item.state,
-        path=item.path,
-        location=str(snapshot.library.path_of(item.path)),
-        digest=digest,
-        description=description,
-        details=details,
-        files=files if verbose else (),
-        diagnostics=tuple(diagnostics),
-        warnings=warnings,
-    )
+    return {"digest": digest, "description": description, "details": details,
+            "files": [[f.path, f.bytes, f.executable] for f in files],
+            "diagnostics": list(diagnostics), "warnings": list(warnings)}
 
 
 def inspect_library(

@@ -17,10 +17,13 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 from ..errors import ConflictError, UsageError
 from .wire import Reader, WireError, string
@@ -56,6 +59,10 @@ class PublicKey:
         return self.raw == other.raw
 
     def verifier(self) -> Ed25519PublicKey:
+        # cryptography (~40 ms to import) only where a signature is checked or made: an
+        # update of unsigned sources never loads it.
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         return Ed25519PublicKey.from_public_bytes(self.raw)
 
 
@@ -148,6 +155,10 @@ def public_key_of(path: Path) -> PublicKey:
 def load_signing_key(path: Path) -> SigningKey:
     """An unencrypted OpenSSH ed25519 private key file. The comment is taken from
     ``PATH.pub`` when that file holds the same key."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     data = _read_small(path, "private key file").encode("utf-8", "surrogateescape")
     try:
         private = serialization.load_ssh_private_key(data, password=None)
@@ -196,6 +207,9 @@ def generate_key(path: Path, comment: str | None = None) -> SigningKey:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {path.parent}: {exc.strerror}") from None
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.generate()
     raw = private.public_key().public_bytes(serialization.Encoding.Raw,
                                             serialization.PublicFormat.Raw)

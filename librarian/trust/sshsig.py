@@ -19,8 +19,6 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidSignature
-
 from ..errors import TrustError, UsageError
 from .keys import KEY_TYPE, PublicKey, SigningKey, public_key_from_blob
 from .wire import Reader, WireError, string, uint32
@@ -125,6 +123,8 @@ def verify(message: bytes, armored: bytes, namespace: str = NAMESPACE) -> Public
         raise TrustError(f"the signature is for namespace {signature.namespace[:40]!r}, "
                          f"not {namespace!r}")
     data = signed_data(message, namespace, signature.hash_algorithm, signature.reserved)
+    from cryptography.exceptions import InvalidSignature  # only here: see keys.verifier
+
     try:
         signature.public_key.verifier().verify(signature.signature, data)
     except InvalidSignature:

@@ -130,6 +130,7 @@ def inspect_library(
         tools = _tools(snapshot) if section in (None, "tools") else ()
         sources = tuple(dataclasses.asdict(s) for s in source_infos(snapshot)) if section in (
             None, "sources") else ()
+        TreeMemo.save_all(store)
     if verbose:
         items = _with_last_events(library, items)
         items = _with_usage(library, items)

@@ -23,6 +23,7 @@ from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
 from librarian.store.ignores import GitIgnores
 from librarian.store.library import Item, Library
+from librarian.store.memo import TreeMemo
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache, WorkTreeCache
 
@@ -144,6 +145,7 @@ def library_status(library: Library) -> StatusReport:
         )
         work_cache.save()
         digests.save()
+        TreeMemo.save_all(store)
     return report
 
 

@@ -4,7 +4,8 @@ A tree id names its content forever, so what is computed from it (an item's kind
 item's description and digest as ``inspect`` shows them) never goes stale. A ``TreeMemo``
 keeps one such map per name in ``.git/librarian/cache/<name>.json``; it is read the first
 time a command asks, and written back (atomically; a cache that cannot be written is only
-slower) when the store is closed or collected, if anything was added. Never created in a
+slower) by ``save_all`` where a command has succeeded (``status``, ``inspect``, a
+committed transaction), so a refused command leaves nothing behind. Never created in a
 directory that is not a library. A memo past ``MAX_ENTRIES`` starts over.
 """
 
@@ -43,8 +44,13 @@ class TreeMemo:
         if memo is None:
             memo = memos[name] = cls(store.root / ".git" / "librarian" / "cache" /
                                      f"{name}.json")
-            weakref.finalize(store, memo.save)
         return memo
+
+    @staticmethod
+    def save_all(store: GitStore) -> None:
+        """Write back every memo of ``store`` that learned something."""
+        for memo in _open.get(store, {}).values():
+            memo.save()
 
     def get(self, key: str) -> Any:
         return self._entries.get(key)

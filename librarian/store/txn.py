@@ -50,6 +50,7 @@ from librarian.store.guard import refuse_linked_paths, refuse_unsafe_library
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
+from librarian.store.memo import TreeMemo
 from librarian.store.plugin import affects_visible_skills, plugin_changes
 from librarian.store.recovery import recover
 from librarian.store.snapshot import Snapshot
@@ -260,4 +261,5 @@ class Transaction:
         # (store/packs.py). The change is complete already, so a failure here is no failure.
         with contextlib.suppress(OSError):
             packs.consolidate(store)
+        TreeMemo.save_all(store)
         return CommitResult(new.decode(), base.decode() if base else None)

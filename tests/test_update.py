@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import (
@@ -151,7 +152,10 @@ def test_local_edit_is_kept_when_upstream_did_not_change_it(
     result = cli(capsys, library, "update", "--json")
     assert result.code == 0, result.err
     items = {i["name"]: i for i in result.json["plans"][0]["items"]}
-    assert items["team:pdf"]["action"] == "keep" and items["team:pdf"]["local_edit"]
+    # Upstream did not change it: kept without looking at the work tree (spec §6.6), so
+    # the plan does not know of the edit; status does.
+    assert items["team:pdf"]["action"] == "keep" and items["team:pdf"]["work"] is None
+    assert items["team:pdf"]["reason"] == "unchanged upstream"
     assert items["team:review"]["action"] == "update"
     assert edited.read_text().endswith("My local note.\n")
     # the commit records upstream's content: the edit stays a local modification
@@ -542,3 +546,32 @@ def test_upstream_items_are_admitted_with_retains_ignore_rules(
     assert retained.code == 0, retained.err
     locked = load_lock((library / "librarian.lock").read_bytes())["team"].items["skills/pdf"]
     assert retained.json["digest"] == locked
+
+
+def test_only_items_upstream_changed_are_looked_at_in_the_work_tree(
+    library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cost follows the change (spec §6.6): planning reads the work tree of the items
+    upstream changed, added or removed, never of the ones it kept."""
+    from librarian.sources import plan
+
+    for number in range(6):
+        upstream.skill(f"skills/extra-{number}")
+    upstream.commit("more")
+    add(capsys, library, "team", upstream.url)
+    assert cli(capsys, library, "update").code == 0
+    looked: list[str] = []
+    real = plan._work_hash
+
+    def spy(library: Any, cache: Any, library_path: str) -> Any:
+        looked.append(library_path)
+        return real(library, cache, library_path)
+
+    monkeypatch.setattr(plan, "_work_hash", spy)
+    upstream.skill("skills/extra-2", body="Changed.\n").commit("change one")
+    result = cli(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    assert looked == ["sources/team/skills/extra-2"]
+    actions = {i["name"]: i["action"] for i in result.json["plans"][0]["items"]}
+    assert actions["team:extra-2"] == "update"
+    assert {a for n, a in actions.items() if n != "team:extra-2"} == {"keep"}

@@ -308,7 +308,7 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
         lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
         lines.append(signing_line(signing.get(plan.source)))
         for item in plan.items:
-            if item.action != "keep" or item.local_edit or item.work is None:
+            if item.action != "keep" or item.local_edit:
                 lines += _item_lines(item, diff)
         counts = plan.counts()
         lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))

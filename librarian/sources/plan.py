@@ -50,7 +50,7 @@ class PlannedItem:
     action: Action
     locked: str | None  # digest in librarian.lock
     upstream: str | None  # digest upstream (None: gone or skipped upstream)
-    work: str | None  # digest of the work tree (None: missing)
+    work: str | None  # digest of the work tree (None: missing, or not looked at: keep)
     local_edit: bool
     reason: str
     #: the admitted upstream tree (hex): the upstream item without what retain would ignore
@@ -188,6 +188,13 @@ def _plan_item(
 ) -> PlannedItem:
     library_path = collection_path(source, path)
     upstream = collection.items.get(path)
+    if installed is not None and upstream is not None and (
+            upstream.digest == pin if pin is not None else upstream.tree == installed):
+        # Upstream did not change it: kept without looking at the work tree (cost follows
+        # the change, spec §6.6); a local edit of it is simply kept, and `status` shows it.
+        return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, "keep",
+                           pin, upstream.digest, None, False, "unchanged upstream",
+                           upstream.tree.decode())
     work = _work_hash(library, cache, library_path)
     work_tree = work.tree_sha1 if isinstance(work, ItemHash) else None
     work_digest = work.digest if isinstance(work, ItemHash) else None

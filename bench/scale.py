@@ -12,6 +12,8 @@ same change, so the ratios are of paired runs on a shared machine; the medians a
 Cases (``--cases``, default all):
 
 - ``install``: first install of the N items, against ``git clone`` (one round: it is slow);
+- ``floor``: Python importing the entry point (typer, click, the command table), what
+  every command pays before any work, against ``git --version``;
 - ``status``: ``librarian status`` against ``git status`` in the same library (warm);
 - ``update10``, ``update100``: 10 / 100 items changed upstream, against ``git fetch`` +
   ``git checkout`` of the same commit in the clone; ``noop``: nothing new upstream;
@@ -40,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from update import ENV, change_upstream, run, write_skill  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
-CASES = ("install", "status", "noop", "update10", "update100", "inspect", "prompt",
+CASES = ("install", "floor", "status", "noop", "update10", "update100", "inspect", "prompt",
          "memory", "remove")
 
 
@@ -65,6 +67,8 @@ class Contender:
         self.env = {**ENV, "PYTHONPATH": str(tree)}
 
     def cmd(self, *args: str) -> list[str]:
+        if args == ("<floor>",):  # start Python and import the entry point, run nothing
+            return [sys.executable, "-c", "import librarian.cli.main"]
         return [sys.executable, "-m", "librarian", "--library", str(self.library), *args]
 
     def time(self, *args: str) -> tuple[float, int]:
@@ -154,6 +158,10 @@ def main() -> None:
 
         fetch = [["git", "fetch", "-q", "origin", "main"],
                  ["git", "checkout", "-q", "--detach", "FETCH_HEAD"]]
+        if "floor" in cases:
+            row("process floor", rounds(args.runs, contenders,
+                                                    [["git", "--version"]], clone,
+                                                    ["<floor>"]))
         if "status" in cases:
             for who in contenders:
                 who.time("status")  # warm the caches

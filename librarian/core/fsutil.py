@@ -11,8 +11,8 @@ durable with one ``syncfs(2)`` of the file system holding ``anchor`` (``os.sync(
 the C library has no syncfs), or, for at most ``SMALL_BATCH`` paths, with an fsync of
 each. A caller leaves the block before the step that makes the writes visible (the
 branch moving, the journal going), so the crash guarantees are those of one fsync per
-file at a fraction of the cost: 200 small files, measured here, 703 ms with an fsync
-each, 25 ms with one syncfs (docs/performance.md).
+file at a fraction of the cost: 200 small files, on this machine, 265-703 ms with an
+fsync each, 21-25 ms with one syncfs (``bench/fsync.py``, docs/performance.md).
 """
 
 from __future__ import annotations

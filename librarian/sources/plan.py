@@ -188,10 +188,12 @@ def _plan_item(
 ) -> PlannedItem:
     library_path = collection_path(source, path)
     upstream = collection.items.get(path)
-    if installed is not None and upstream is not None and (
-            upstream.digest == pin if pin is not None else upstream.tree == installed):
-        # Upstream did not change it: kept without looking at the work tree (cost follows
-        # the change, spec §6.6); a local edit of it is simply kept, and `status` shows it.
+    if installed is not None and upstream is not None and upstream.tree == installed and (
+            pin is None or upstream.digest == pin):
+        # Upstream did not change it and the commit holds it as installed: kept without
+        # looking at the work tree (cost follows the change, spec §6.6); an uncommitted
+        # edit of it is simply kept, and `status` shows it. (An edit committed with git
+        # shows in the commit's tree id, and is planned as a local edit below.)
         return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, "keep",
                            pin, upstream.digest, None, False, "unchanged upstream",
                            upstream.tree.decode())

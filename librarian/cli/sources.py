@@ -62,7 +62,7 @@ def source_add(
 @source_app.command("list")
 def source_list(as_json: JsonOpt = False) -> None:
     """Sources with their ref, installed commit and item count."""
-    from librarian.cli.render import sources_json, sources_text
+    from librarian.cli.render_sources import sources_json, sources_text
     from librarian.sources.subscriptions import list_sources
 
     infos = list_sources(current_library())
@@ -77,7 +77,7 @@ def source_remove(
     as_json: JsonOpt = False,
 ) -> None:
     """Unsubscribe and remove the managed collection (one commit)."""
-    from librarian.cli.render import source_removed_text
+    from librarian.cli.render_sources import source_removed_text
     from librarian.sources.subscriptions import remove_source
 
     receipt = remove_source(current_library(), name, force=force)
@@ -94,7 +94,7 @@ DiffOpt = Annotated[bool, typer.Option(
 
 
 def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: bool) -> None:
-    from librarian.cli.render import update_output_text, update_report_json
+    from librarian.cli.render_sources import update_output_text, update_report_json
 
     if as_json:
         document = update_report_json(report)

@@ -69,7 +69,7 @@ def verify(
 ) -> None:
     """Re-check, offline, each signed source against its locked release."""
     from librarian.cli.app import jsonable
-    from librarian.cli.render import verify_text
+    from librarian.cli.render_sources import verify_text
     from librarian.sources.releases import verify_sources
 
     report = verify_sources(current_library(), sources or ())

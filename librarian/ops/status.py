@@ -20,12 +20,13 @@ from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, load_lock
 from librarian.gate.tools import tool_state
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.ignores import GitIgnores
 from librarian.store.library import Item, Library
 from librarian.store.memo import TreeMemo
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache, WorkTreeCache
+from librarian.store.trees import blob_sha1
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)

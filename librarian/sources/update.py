@@ -58,9 +58,10 @@ from librarian.sources.releases import (
 from librarian.sources.upstream import collection_path
 from librarian.store.changes import FileChange
 from librarian.store.gitremote import strip_credentials
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, make_tree
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
+from librarian.store.trees import make_tree
 from librarian.store.txn import Transaction
 from librarian.trust.policy import VerifiedRelease
 

@@ -24,14 +24,15 @@ from librarian.content.worktree import (
     write_files,
 )
 from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
-from librarian.core.fsutil import fsync_dir, write_file_durably
+from librarian.core.fsutil import fsync_dir, sync_filesystem, write_file_durably
 from librarian.core.progress import counted
 from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.store.changes import Change, DirChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.leftovers import HELD_INDEX, index_marker
 from librarian.store.library import Library
+from librarian.store.trees import blob_sha1
 
 
 def _committed_entry(store: GitStore, base_tree: ObjectId | None, path: str) -> TreeEntry | None:
@@ -114,6 +115,9 @@ def undo(
         else:  # "moved": the old content back into place
             target.parent.mkdir(parents=True, exist_ok=True)
             (trash / str(number)).rename(target)
+    # The renames back must be on disk before the journal that could redo them goes;
+    # undo is rare, so one sync of the file system is the simple sure way.
+    sync_filesystem(library.git_dir)
     store.set_ref(store.branch(), new, base, b"librarian: undo an unfinished change")
     discard(library, tx)
 

@@ -130,6 +130,19 @@ class GitStore:
                 f"{name.decode()} moved while this command ran; nothing was changed",
                 hint="run the command again",
             )
+        self._sync_ref(name)
+
+    def _sync_ref(self, name: bytes) -> None:
+        """dulwich fsyncs the ref file itself; the rename into its directory and the reflog
+        line it appended are made durable here (or with the transaction's batch)."""
+        git_dir = Path(self._repo.controldir())
+        relative = name.decode("utf-8", "surrogateescape")
+        directory = (git_dir / relative).parent
+        if directory.is_dir():
+            fsync_dir(directory)
+        log = git_dir / "logs" / relative
+        if log.is_file():
+            fsync_file(log)
 
     def delete_ref(self, name: bytes) -> None:
         self._repo.refs.remove_if_equals(Ref(name), None)
@@ -276,10 +289,18 @@ class GitStore:
             if not store.contains_loose(ObjectID(sha)) and not store.contains_packed(
                     ObjectID(sha)):
                 fresh.append(obj)
-        if len(fresh) > _PACK_THRESHOLD:
-            store.add_objects([(o, None) for o in fresh])
-            return
         objects_dir = Path(str(store.path))
+        if len(fresh) > _PACK_THRESHOLD:
+            # dulwich writes the pack and its index without fsync (unless
+            # core.fsyncObjectFiles); they are synced here (or with the batch) like loose
+            # objects, before any ref can name what they hold.
+            pack_dir = objects_dir / "pack"
+            before = set(pack_dir.iterdir()) if pack_dir.is_dir() else set()
+            store.add_objects([(o, None) for o in fresh])
+            for path in sorted(set(pack_dir.iterdir()) - before):
+                fsync_file(path)
+            fsync_dir(pack_dir)
+            return
         directories = set()
         for obj in reversed(fresh):  # what an object names first: a held object is whole
             store.add_object(obj)
@@ -375,20 +396,3 @@ class GitStore:
         except KeyError:
             return FALLBACK_IDENTITY
         return bytes(name) + b" <" + bytes(email) + b">"
-
-
-def blob_sha1(data: bytes) -> ObjectId:
-    """Hex SHA-1 blob id without touching any store (for the index and the stat cache)."""
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
-
-
-def make_tree(store: GitStore, entries: Mapping[str, TreeEntry]) -> ObjectId | None:
-    """Stage the nested trees holding ``entries`` (posix path -> existing tree or blob),
-    reusing every entry's object by id; None when ``entries`` is empty."""
-    try:
-        nested = nest(entries.items())
-    except PathClash as exc:
-        raise UsageError(f"items overlap: {exc}") from None
-    return store.nested_tree(nested) if nested else None

@@ -24,8 +24,9 @@ from librarian.formats.claude_plugin import (
     plugin_skills,
 )
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, load_library_config
-from librarian.store.gitstore import GitStore, ObjectId, blob_sha1
+from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import committed_items
+from librarian.store.trees import blob_sha1
 
 
 def affects_visible_skills(path: str) -> bool:

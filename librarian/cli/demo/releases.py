@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from librarian.cli.demo.steps import DemoStep
-from librarian.cli.render import error_line, receipt_text, update_report_text, verify_text
+from librarian.cli.render import error_line, receipt_text
+from librarian.cli.render_sources import update_report_text, verify_text
 from librarian.core.events import trailers
 from librarian.core.model import ItemFile
 from librarian.errors import TrustError

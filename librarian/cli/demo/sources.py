@@ -14,12 +14,8 @@ import shutil
 from pathlib import Path
 
 from librarian.cli.demo.steps import DemoStep
-from librarian.cli.render import (
-    error_line,
-    receipt_text,
-    update_output_text,
-    update_report_text,
-)
+from librarian.cli.render import error_line, receipt_text
+from librarian.cli.render_sources import update_output_text, update_report_text
 from librarian.core.resources import examples_dir
 from librarian.errors import ConflictError
 from librarian.ops.create import init_library

@@ -62,14 +62,6 @@ BUILTIN: dict[str, tuple[str, dict[str, Any], list[str]]] = {
 }
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties,
-                              "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
-
-
 def client_name(session: ServerSession) -> str:
     """The MCP client's own name from ``initialize``, made safe for a trailer."""
     params = session.client_params
@@ -164,7 +156,8 @@ class LibraryServer:
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         registry = await self._in_thread(self.registry)
         curation = await self._in_thread(lambda: allowed_tools(self.library))
-        listed = [types.Tool(name=name, description=text, input_schema=_schema(props, req))
+        listed = [types.Tool(name=name, description=text,
+                             input_schema=tools.object_schema(props, req))
                   for name, (text, props, req) in BUILTIN.items()]
         for tool in curation:
             text, schema = curation_schema(tool)

@@ -50,6 +50,11 @@ def input_schema(contract: ToolContract) -> dict[str, Any]:
         properties[spec.name] = prop
         if spec.required:
             required.append(spec.name)
+    return object_schema(properties, required)
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A JSON Schema object of exactly ``properties`` (``required`` among them)."""
     schema: dict[str, Any] = {"type": "object", "properties": properties,
                               "additionalProperties": False}
     if required:

@@ -206,10 +206,12 @@ def test_exposed_tools_run_through_the_gate(
 
 
 async def wait_for_change(session: ClientSession, notes: list[Any]) -> None:
+    # The server sends both notifications, one after the other: wait for both (the second
+    # may still be on its way when the first arrives).
+    kinds = (types.ToolListChangedNotification, types.ResourceListChangedNotification)
     with anyio.fail_after(15):
-        while not any(isinstance(n, types.ToolListChangedNotification) for n in notes):
+        while not all(any(isinstance(n, kind) for n in notes) for kind in kinds):
             await anyio.sleep(0.05)
-    assert any(isinstance(n, types.ResourceListChangedNotification) for n in notes)
     notes.clear()
 
 

@@ -294,3 +294,14 @@ def test_the_installed_typer_is_in_the_pinned_range_and_raises_the_click_we_catc
     usage = run_process("status", "--no-such-option", cwd=tmp_path)
     assert usage.returncode == 2, usage.stderr
     assert "no-such-option" in assert_one_error_line(usage.stderr)
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """docs/architecture.md must match the code: every module of every package is named."""
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "architecture.md").read_text()
+    modules = sorted((root / "librarian").rglob("*.py"))
+    missing = [str(module.relative_to(root)) for module in modules
+               if module.name != "__init__.py" and module.parent.name != "librarian"
+               and f"`{module.stem}`" not in doc and f"{module.stem}.py" not in doc]
+    assert missing == []

@@ -18,7 +18,7 @@ from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
-from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, load_lock
+from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE
 from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.ignores import GitIgnores
@@ -130,8 +130,9 @@ def library_status(library: Library) -> StatusReport:
         # (`check` says why it does not belong).
         untracked = tuple(FileStatus(path, "untracked") for path in strays
                           if snapshot.lookup(path) is None)
-        files = (*_file_statuses(library, store, snapshot.tree), *untracked)
-        pins = _locked_digests(store, snapshot.tree)
+        files = (*_file_statuses(snapshot), *untracked)
+        pins = _locked_digests(snapshot)
+        interrupted = library.journal_path.exists()
         item_statuses = tuple(_item_statuses(library, store, items, present, work_cache,
                                              digests, pins))
         report = StatusReport(
@@ -141,8 +142,8 @@ def library_status(library: Library) -> StatusReport:
             hints=(*(CONFIG_HINT for f in files
                      if f.path == LIBRARY_FILE and f.status == "modified"),
                    *_lock_hints(item_statuses),
-                   *((RECOVER_HINT,) if library.journal_path.exists() else ())),
-            interrupted=library.journal_path.exists(),
+                   *((RECOVER_HINT,) if interrupted else ())),
+            interrupted=interrupted,
         )
         work_cache.save()
         digests.save()
@@ -193,13 +194,10 @@ def _item_statuses(
                          work.digest if work else None, None)
 
 
-def _locked_digests(store: GitStore, tree: ObjectId | None) -> dict[str, str]:
+def _locked_digests(snapshot: Snapshot) -> dict[str, str]:
     """Library path -> the digest librarian.lock pins, for every managed item."""
-    entry = store.lookup(tree, LOCK_FILE)
-    if entry is None:
-        return {}
     try:
-        lock = load_lock(store.read_blob(entry.sha))
+        lock = snapshot.lock
     except UsageError:  # a broken lock: `check` says what is wrong with it
         return {}
     return {f"{SOURCES_DIR}/{source}/{path}": digest
@@ -229,12 +227,11 @@ def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolSta
         yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
 
 
-def _file_statuses(
-    library: Library, store: GitStore, tree: ObjectId | None
-) -> Iterable[FileStatus]:
+def _file_statuses(snapshot: Snapshot) -> Iterable[FileStatus]:
     """Everything at the top of the library outside the item directories, as git sees it:
     committed files and directories (README.md, .gitattributes, …) clean, modified or
     missing; anything else not ignored by git untracked."""
+    library, store, tree = snapshot.library, snapshot.store, snapshot.tree
     committed = store.tree_items(tree) if tree is not None else {}
     for name, entry in sorted(committed.items()):
         if name in ITEM_TOPS:

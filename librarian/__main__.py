@@ -1,3 +1,3 @@
-from librarian.cli.main import entry
+from librarian.cli.entry import entry
 
 entry()

@@ -31,6 +31,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
     **dict.fromkeys(("mcp", "export"), "agents"),
+    "daemon": "daemon",
 }
 FOUNDATION_COMMANDS = frozenset(
     ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",
@@ -183,7 +184,3 @@ def _bug(exc: BaseException, as_json: bool) -> NoReturn:
     _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
           "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
           as_json)
-
-
-def entry() -> None:
-    raise SystemExit(main())

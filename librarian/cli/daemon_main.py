@@ -1,0 +1,48 @@
+"""The daemon's process: ``python -m librarian.cli.daemon_main LIBRARY IDLE [READY_FD]``,
+started by ``librarian daemon start`` (run it in a terminal to see why a start fails).
+
+Not a command: it imports what commands use (typer, click, dulwich, PyYAML, rich, every
+library module) but registers no command module beyond the foundation's, as a fresh
+process has. A child then registers its own command's module as in-process, so its
+command table, its help and its usage errors are exactly the in-process ones.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+import sys
+from importlib import import_module
+
+import librarian
+from librarian.cli.main import main
+from librarian.daemon.server import serve
+from librarian.daemon.wire import open_state_dir
+
+#: Command-line modules the server loads: the others register commands when imported.
+_CLI_PRELOAD = ("render", "render_item", "render_sources", "progress")
+
+
+def preload() -> None:
+    """Import every library module and what commands import lazily, once, in the server."""
+    for name in _CLI_PRELOAD:
+        import_module(f"librarian.cli.{name}")
+    for module in pkgutil.walk_packages(librarian.__path__, "librarian."):
+        if module.name.startswith(("librarian.cli", "librarian._", "librarian.agents.server")):
+            continue
+        import_module(module.name)
+    for optional in ("rich.console", "rich.progress"):  # drawn only on a terminal
+        try:
+            import_module(optional)
+        except ImportError:
+            pass
+
+
+def run(argv: list[str]) -> None:
+    library, idle = argv[0], float(argv[1])
+    ready = int(argv[2]) if len(argv) > 2 else None
+    preload()
+    serve(open_state_dir(library), idle, main, ready)
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])

@@ -1,19 +1,25 @@
 """Speed at scale (issue 12): librarian against git, and against an older librarian, paired.
 
-    python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--cases a,b,...]
+    python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--resident] [--cases a,b,...]
 
 Builds an upstream repository of N skills (5 small files each), a plain ``git clone`` of
 it, and one library per librarian under test, each subscribed to the upstream and installed
 by ``update``. ``--before DIR`` names the source tree of another librarian (e.g. a
 ``git worktree add --detach /tmp/before <commit>``), run with ``PYTHONPATH=DIR``; without it
-only this tree is measured. Every round runs each contender once, in rotating order, on the
-same change, so the ratios are of paired runs on a shared machine; the medians are printed.
+only this tree is measured. ``--resident`` adds a contender ``resident``: this tree with
+``librarian daemon`` serving its library (the others run with ``LIBRARIAN_NO_DAEMON=1``).
+Every round runs each contender once, in rotating order, on the
+same change, so the ratios are of paired runs on a shared machine; the medians are printed,
+wall time and, on a second line, CPU time (user + system of the process and its children;
+for ``resident`` also the daemon's reaped children, read from ``/proc/PID/stat``), and the
+median of the per-round ratios to git (``paired``).
 
 Cases (``--cases``, default all):
 
 - ``install``: first install of the N items, against ``git clone`` (one round: it is slow);
 - ``floor``: Python importing the entry point (typer, click, the command table), what
-  every command pays before any work, against ``git --version``;
+  every command pays before any work, against ``git --version``; for ``resident``,
+  ``librarian --version`` through the daemon (the client's whole cost);
 - ``status``: ``librarian status`` against ``git status`` in the same library (warm);
 - ``update10``, ``update100``: 10 / 100 items changed upstream, against ``git fetch`` +
   ``git checkout`` of the same commit in the clone; ``noop``: nothing new upstream;
@@ -28,6 +34,7 @@ Never part of the test suite. Needs the git binary.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -46,8 +53,8 @@ CASES = ("install", "floor", "status", "noop", "update10", "update100", "inspect
          "memory", "remove")
 
 
-def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
-    """Wall time and peak resident memory (KiB) of one process."""
+def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
+    """Wall time, peak resident memory (KiB) and CPU time of one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -58,24 +65,42 @@ def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, 
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace')}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds of a process and of its reaped children (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 class Contender:
-    def __init__(self, name: str, tree: Path, library: Path) -> None:
-        self.name, self.library = name, library
+    def __init__(self, name: str, tree: Path, library: Path, resident: bool = False) -> None:
+        self.name, self.library, self.resident = name, library, resident
         self.env = {**ENV, "PYTHONPATH": str(tree)}
+        if not resident:
+            self.env["LIBRARIAN_NO_DAEMON"] = "1"
+        self.server: int | None = None  # the daemon's pid, once started
 
     def cmd(self, *args: str) -> list[str]:
         if args == ("<floor>",):  # start Python and import the entry point, run nothing
+            if self.resident:
+                return [sys.executable, "-m", "librarian", "--library", str(self.library),
+                        "--version"]
             return [sys.executable, "-c", "import librarian.cli.main"]
         return [sys.executable, "-m", "librarian", "--library", str(self.library), *args]
 
-    def time(self, *args: str) -> tuple[float, int]:
-        return measure(self.cmd(*args), self.library, self.env)
+    def time(self, *args: str) -> tuple[float, int, float]:
+        before = server_cpu(self.server) if self.server else 0.0
+        elapsed, rss, cpu = measure(self.cmd(*args), self.library, self.env)
+        if self.server:
+            cpu += server_cpu(self.server) - before
+        return elapsed, rss, cpu
 
 
 def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
+    cpu = {k[:-4]: v for k, v in samples.items() if k.endswith(" cpu")}
+    samples = {k: v for k, v in samples.items() if not k.endswith(" cpu")}
     medians = {k: statistics.median(v) for k, v in samples.items() if v}
     text = "  ".join(f"{k} {v:8.3f} {unit}" if unit == "s" else f"{k} {v / 1024:7.1f} MiB"
                      for k, v in medians.items())
@@ -83,16 +108,25 @@ def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
     if "git" in medians and medians["git"] > 0:
         ratios = "  " + "  ".join(f"{k}/git {v / medians['git']:5.2f}x"
                                   for k, v in medians.items() if k != "git")
+    if "git" in samples and unit == "s" and all(samples["git"]):
+        git = samples["git"]
+        ratios += "  paired " + "  ".join(
+            f"{k}/git {statistics.median([a / b for a, b in zip(v, git, strict=True)]):5.2f}x"
+            for k, v in samples.items() if k != "git")
     n = len(next(iter(samples.values())))
     print(f"{case:<28} {text}{ratios}  (median of {n})", flush=True)
+    if cpu and unit == "s":
+        row("  cpu", cpu)
 
 
 def rounds(runs: int, contenders: list[Contender], git: Sequence[Sequence[str]] | None,
            clone: Path, args: Sequence[str], prepare: object = None,
            memory: bool = False) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
+    samples.update({f"{c.name} cpu": [] for c in contenders})
     if git is not None:
         samples["git"] = []
+        samples["git cpu"] = []
     for number in range(runs):
         if callable(prepare):
             prepare(number)
@@ -102,14 +136,16 @@ def rounds(runs: int, contenders: list[Contender], git: Sequence[Sequence[str]] 
             if who is None:
                 if git is None:
                     continue
-                total, peak = 0.0, 0
+                total, peak, cpu = 0.0, 0, 0.0
                 for cmd in git:
-                    elapsed, rss = measure(cmd, clone, ENV)
-                    total, peak = total + elapsed, max(peak, rss)
+                    elapsed, rss, used = measure(cmd, clone, ENV)
+                    total, peak, cpu = total + elapsed, max(peak, rss), cpu + used
                 samples["git"].append(float(peak) if memory else total)
+                samples["git cpu"].append(cpu)
             else:
-                elapsed, rss = who.time(*args)
+                elapsed, rss, used = who.time(*args)
                 samples[who.name].append(float(rss) if memory else elapsed)
+                samples[f"{who.name} cpu"].append(used)
     return samples
 
 
@@ -120,6 +156,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--resident", action="store_true",
+                        help="also measure this tree through `librarian daemon`")
     args = parser.parse_args()
     cases = args.cases.split(",")
     work = args.keep or Path(tempfile.mkdtemp(prefix="librarian-bench-scale-"))
@@ -128,6 +166,8 @@ def main() -> None:
     trees = {"after": HERE, **({"before": args.before.resolve()} if args.before else {})}
     contenders = [Contender(name, tree, work / f"library-{name}") for name, tree in
                   trees.items()]
+    if args.resident:
+        contenders.append(Contender("resident", HERE, work / "library-resident", True))
     print(f"{args.items} items, {args.runs} paired runs; contenders: "
           + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
     try:
@@ -146,6 +186,12 @@ def main() -> None:
             who.env["LIBRARIAN_LIBRARY"] = str(who.library)
             run(who.cmd("source", "add", "team", str(upstream)), work)
             installs[who.name] = [who.time("update")[0]]
+            if who.resident:
+                subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,
+                               env=who.env, check=True, stdout=subprocess.DEVNULL)
+                status = subprocess.run(who.cmd("daemon", "status", "--json"), cwd=work,
+                                        env=who.env, capture_output=True, check=True)
+                who.server = int(json.loads(status.stdout)["pid"])
         if "install" in cases:
             row("first install", installs)
         revision = [0]
@@ -193,6 +239,10 @@ def main() -> None:
                        for who in contenders}
             row("source remove", samples)
     finally:
+        for who in contenders:
+            if who.server:
+                subprocess.run(who.cmd("daemon", "stop"), cwd=work, env=who.env,
+                               stdout=subprocess.DEVNULL)
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -55,12 +55,15 @@ def start(library: Path, *extra: str, env: dict[str, str] | None = None) -> int:
 
 
 def gone(pid: int, timeout: float = 10.0) -> bool:
-    """The process ``pid`` exited (it is not our child: poll it)."""
+    """The process ``pid`` exited (not our child: polled; a zombie waiting for its reaper
+    has exited)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if fields[0] in ("Z", "X"):
             return True
         time.sleep(0.02)
     return False

@@ -3,8 +3,9 @@ started by ``librarian daemon start`` (run it in a terminal to see why a start f
 
 Not a command: it imports what commands use (typer, click, dulwich, PyYAML, rich, every
 library module) but registers no command module beyond the foundation's, as a fresh
-process has. A child then registers its own command's module as in-process, so its
-command table, its help and its usage errors are exactly the in-process ones.
+process has, and builds typer's click command for that table once. A child then
+registers its own command's module as in-process, so its command table, its help and its
+usage errors are exactly the in-process ones.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from importlib import import_module
 
 import librarian
-from librarian.cli.main import main
+from librarian.cli.main import command_table, main
 from librarian.daemon.server import serve
 from librarian.daemon.wire import open_state_dir
 
@@ -35,6 +36,7 @@ def preload() -> None:
             import_module(optional)
         except ImportError:
             pass
+    command_table()  # the foundation's: a child running one of its commands reuses it
 
 
 def run(argv: list[str]) -> None:

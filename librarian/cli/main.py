@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from typer import main as typer_main
 
 from librarian.cli import foundation as _foundation  # noqa: F401  (registers its commands)
 from librarian.cli.app import app
@@ -84,6 +85,22 @@ def register_commands(args: list[str]) -> None:
         import_module(f"librarian.cli.{module}")
 
 
+_table: tuple[tuple[int, int], click.Command] | None = None
+
+
+def command_table() -> click.Command:
+    """The click command typer builds from ``app``, built once per set of registered
+    commands: typer inspects every command's signature to build it (13-50 ms for the
+    foundation's here), and the daemon's server builds it once, before any fork
+    (cli/daemon_main.py). Calling it is ``app(...)`` without typer's excepthook, which
+    only shows exceptions ``main`` never lets through."""
+    global _table
+    key = (len(app.registered_commands), len(app.registered_groups))
+    if _table is None or _table[0] != key:
+        _table = (key, typer_main.get_command(app))
+    return _table[1]
+
+
 def _fail(
     message: str, code: int, hint: str | None, as_json: bool, details: Any = None
 ) -> NoReturn:
@@ -121,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     register_commands(args)
     try:
         with on_terminal(as_json):
-            result = app(args=args, prog_name="librarian", standalone_mode=False)
+            result = command_table()(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
         # The path an error is about goes into the JSON document; the one human line
         # already names it.

@@ -146,15 +146,11 @@ def read_line(connection: _socket.socket) -> bytes:
 
 
 def _hand_over(connection: _socket.socket, args: list[str], here: int) -> bool:
+    """Send the request; True once the server has the command and ``go`` is sent. The
+    signal handlers are in place before ``go``: from then on a signal is passed on."""
     answer = request(connection, b"run", args, [here, 0, 1, 2])
     if not answer.startswith(b"ready "):
         return False  # declined (settings), stale (the server exits), or gone
-    connection.sendall(b"go\n")
-    return True
-
-
-def _outcome(connection: _socket.socket) -> int:
-    connection.settimeout(None)
 
     def pass_on(signum: int, _frame: object) -> None:
         try:
@@ -162,8 +158,19 @@ def _outcome(connection: _socket.socket) -> int:
         except OSError:
             pass
 
-    for name in FORWARDED:
-        signal.signal(getattr(signal, name), pass_on)
+    numbers = [getattr(signal, name) for name in FORWARDED]
+    previous = {number: signal.signal(number, pass_on) for number in numbers}
+    try:
+        connection.sendall(b"go\n")
+    except OSError:
+        for number, handler in previous.items():  # in-process after all: as it was
+            signal.signal(number, handler)
+        raise
+    return True
+
+
+def _outcome(connection: _socket.socket) -> int:
+    connection.settimeout(None)
     answer = read_line(connection)
     kind, _, number = answer.partition(b" ")
     if kind == b"exit" and number.isdigit():

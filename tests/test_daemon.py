@@ -243,6 +243,8 @@ def test_idle_timeout_and_stop(library: Path) -> None:
     assert start(library) == pid  # already running: a no-op
     status = state(library)
     assert status["running"] is True and status["idle_timeout"] == 600
+    assert set(status) == {"kind", "library", "socket", "running", "pid", "started",
+                           "started_at", "idle_timeout", "served", "note"}  # commands.md
     stopped = run_process("--library", str(library), "daemon", "stop")
     assert stopped.returncode == 0 and f"pid {pid}" in stopped.stdout
     assert gone(pid, 5)

@@ -201,3 +201,9 @@ def _bug(exc: BaseException, as_json: bool) -> NoReturn:
     _fail(f"internal error: {type(exc).__name__}: {exc}", 1,
           "this is a bug in librarian; rerun with LIBRARIAN_DEBUG=1 for the traceback",
           as_json)
+
+
+def entry() -> None:
+    """In-process only: the console script of an install made before ``cli/entry.py``
+    (pip writes the entry's name into it) still runs; reinstalling makes it the new one."""
+    raise SystemExit(main())

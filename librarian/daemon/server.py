@@ -19,8 +19,6 @@ library deleted), or when it is stale.
 
 from __future__ import annotations
 
-import atexit
-import io
 import os
 import selectors
 import signal
@@ -28,10 +26,10 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from librarian.daemon.child import Runner, run_when_released
 from librarian.daemon.wire import (
     ACCEPT_TIMEOUT,
     FORWARDED,
@@ -43,7 +41,6 @@ from librarian.daemon.wire import (
     socket_inode,
 )
 
-Runner = Callable[[list[str]], int]
 _MAX_REQUEST = 4 << 20  # arguments and environment: far above any ARG_MAX
 _FDS = 4  # cwd, 0, 1, 2
 
@@ -119,8 +116,13 @@ class Server:
                         except BlockingIOError:
                             break
                 else:
-                    assert isinstance(key.fileobj, socket.socket)
-                    self.readable(self.connections[key.fileobj.fileno()])
+                    connection: _Connection = key.data
+                    if self.connections.get(connection.fd) is not connection:
+                        continue  # dropped by an earlier event of this round
+                    try:
+                        self.readable(connection)
+                    except OSError:  # a peer gone mid-exchange: that connection only
+                        self.drop(connection)
             self.reap()
             self.tick()
 
@@ -154,16 +156,18 @@ class Server:
         assert self.listener is not None
         try:
             sock, _ = self.listener.accept()
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
         except BlockingIOError:
             return
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        except OSError:
+            return  # gone before it could be asked who it is
         if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
             sock.close()  # another user: refused before a byte is read
             return
         sock.setblocking(False)
         connection = _Connection(sock, sock.fileno(), time.time())
         self.connections[connection.fd] = connection
-        self.selector.register(sock, selectors.EVENT_READ)
+        self.selector.register(sock, selectors.EVENT_READ, connection)
 
     def drop(self, connection: _Connection) -> None:
         if self.connections.get(connection.fd) is not connection:
@@ -211,7 +215,10 @@ class Server:
         for line in lines:
             word, _, number = line.partition(b" ")
             if word == b"go" and connection.release is not None:
-                os.write(connection.release, b"g")
+                try:
+                    os.write(connection.release, b"g")
+                except OSError:
+                    pass  # the child is already gone: reaped, it answers for itself
                 os.close(connection.release)
                 connection.release, connection.released = None, True
             elif word == b"signal" and number.isdigit() and int(number) in forwarded:
@@ -294,7 +301,6 @@ class Server:
 
     def _child(self, connection: _Connection, release_r: int, release_w: int,
                fields: dict[bytes, list[bytes]]) -> NoReturn:
-        code = 1
         try:
             os.setpgid(0, 0)
             signal.set_wakeup_fd(-1)
@@ -312,16 +318,12 @@ class Server:
                     os.close(other.release)
                 if other is not connection:
                     self._close_fds(other)
-            if os.read(release_r, 1) != b"g":
-                os._exit(0)  # the client gave up (or the server died) before go
-            os.close(release_r)
-            code = _become(fields, connection.fds, self.run)
         except BaseException:  # noqa: B036  (nothing of the server may run on in a child)
             try:
                 traceback.print_exc()
             finally:
                 os._exit(1)
-        os._exit(code)
+        run_when_released(release_r, fields, connection.fds, self.run)
 
     def reap(self) -> None:
         while self.children:
@@ -356,48 +358,6 @@ def _signal_group(pid: int, signum: int) -> None:
         os.killpg(pid, signum)
     except OSError:
         pass  # already gone (it is reaped by the loop)
-
-
-def _become(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> int:
-    """In the child: take the client's place, run the command line, its exit code."""
-    cwd, *stdio = fds
-    os.fchdir(cwd)
-    os.close(cwd)
-    os.umask(int(fields[b"umask"][0]))
-    os.environ.clear()
-    for entry in fields.get(b"env", []):
-        key, _, value = entry.partition(b"=")
-        os.environb[key] = value
-    time.tzset()
-    for target, fd in enumerate(stdio):
-        os.dup2(fd, target)
-    for fd in stdio:
-        if fd > 2:
-            os.close(fd)
-    sys.argv = [os.fsdecode(arg) for arg in fields.get(b"arg", [])]
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout.reconfigure(line_buffering=os.isatty(1))
-    try:
-        code = _exit_code(run(sys.argv[1:]))
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            code = code or 120  # what the interpreter reports when its final flush fails
-    return code
-
-
-def _exit_code(value: object) -> int:
-    """The exit status ``SystemExit(value)`` gives a Python process."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    sys.stderr.write(f"{value}\n")
-    return 1
 
 
 def serve(state_fd: int, idle: float, run: Runner, ready: int | None = None) -> None:

@@ -1,0 +1,79 @@
+"""The child of the daemon's server, once forked: it waits for the client's ``go``, then
+takes the client's place (directory, umask, environment, fds 0-2, argv) and runs the
+command line as a fresh process would, and ends with ``os._exit``: nothing of the
+server's own state or exit path ever runs in a child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import NoReturn
+
+#: What the child runs: ``cli.main.main``, handed over by the command line.
+Runner = Callable[[list[str]], int]
+
+
+def run_when_released(release: int, fields: dict[bytes, list[bytes]], fds: list[int],
+                      run: Runner) -> NoReturn:
+    """Wait for the server to pass on ``go`` (end of file: the client gave up, or the
+    server died, before it: exit without running anything), then run the command."""
+    code = 1
+    try:
+        if os.read(release, 1) != b"g":
+            os._exit(0)
+        os.close(release)
+        code = _become(fields, fds, run)
+    except BaseException:  # noqa: B036  (a child never returns into the server's loop)
+        try:
+            traceback.print_exc()
+        finally:
+            os._exit(1)
+    os._exit(code)
+
+
+def _become(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> int:
+    """In the child: take the client's place, run the command line, its exit code."""
+    cwd, *stdio = fds
+    os.fchdir(cwd)
+    os.close(cwd)
+    os.umask(int(fields[b"umask"][0]))
+    os.environ.clear()
+    for entry in fields.get(b"env", []):
+        key, _, value = entry.partition(b"=")
+        os.environb[key] = value
+    time.tzset()
+    for target, fd in enumerate(stdio):
+        os.dup2(fd, target)
+    for fd in stdio:
+        if fd > 2:
+            os.close(fd)
+    sys.argv = [os.fsdecode(arg) for arg in fields.get(b"arg", [])]
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=os.isatty(1))
+    try:
+        code = _exit_code(run(sys.argv[1:]))
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # what the interpreter reports when its final flush fails
+    return code
+
+
+def _exit_code(value: object) -> int:
+    """The exit status ``SystemExit(value)`` gives a Python process."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    sys.stderr.write(f"{value}\n")
+    return 1

@@ -235,6 +235,27 @@ def test_changed_code_stops_the_server_and_other_settings_run_in_process(
     assert not (library / ".git" / "librarian" / "daemon.sock").exists()
 
 
+def test_a_server_that_does_not_answer_in_time_leaves_the_command_to_the_client(
+        library: Path, daemon: int, tmp_path: Path) -> None:
+    """A stopped server: the client waits ACCEPT_TIMEOUT, then runs the command itself; when
+    the server wakes up, the child it forks for that request never runs it."""
+    make_skill(tmp_path, "gamma")
+    os.kill(daemon, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        retained = run_process("retain", str(tmp_path / "gamma"), cwd=library)
+        waited = time.monotonic() - began
+    finally:
+        os.kill(daemon, signal.SIGCONT)
+    assert retained.returncode == 0, retained.stderr
+    assert waited >= 2.0
+    time.sleep(0.5)  # the server reads the old request, forks, and finds the client gone
+    assert served(library) == 0
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=library, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert sum("gamma" in subject for subject in log) == 1, log
+
+
 def test_idle_timeout_and_stop(library: Path) -> None:
     pid = start(library, "--idle", "1")
     assert gone(pid, 15)

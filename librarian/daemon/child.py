@@ -1,7 +1,7 @@
-"""The child of the daemon's server, once forked: it waits for the client's ``go``, then
-takes the client's place (directory, umask, environment, fds 0-2, argv) and runs the
-command line as a fresh process would, and ends with ``os._exit``: nothing of the
-server's own state or exit path ever runs in a child.
+"""The child of the daemon's server, forked on the client's ``go``: it takes the client's
+place (directory, umask, environment, fds 0-2, argv), runs the command line as a fresh
+process would, and ends with ``os._exit``: nothing of the server's own state or exit
+path ever runs in a child.
 """
 
 from __future__ import annotations
@@ -19,15 +19,10 @@ from typing import NoReturn
 Runner = Callable[[list[str]], int]
 
 
-def run_when_released(release: int, fields: dict[bytes, list[bytes]], fds: list[int],
-                      run: Runner) -> NoReturn:
-    """Wait for the server to pass on ``go`` (end of file: the client gave up, or the
-    server died, before it: exit without running anything), then run the command."""
+def run_child(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> NoReturn:
+    """Run the command line in this (forked) process and exit with its status."""
     code = 1
     try:
-        if os.read(release, 1) != b"g":
-            os._exit(0)
-        os.close(release)
         code = _become(fields, fds, run)
     except BaseException:  # noqa: B036  (a child never returns into the server's loop)
         try:

@@ -4,8 +4,9 @@
 process exactly as without a daemon: no library named, no socket, a socket that is not
 this user's, a server that is stale, busy past ``ACCEPT_TIMEOUT``, or gone — anything that
 happens *before the server takes the request*. The hand-over is two steps (the server
-answers ``ready`` with the child already forked and waiting; the client answers ``go``), so
-a request is run once: by the child, or, when the client gave up first, in-process.
+answers ``ready``; the client answers ``go``, and only then does the server fork), so a
+request is run once: by the server's child, or, when the client gave up first or the
+server declines even after ``go`` (its fork failed), in-process.
 
 What the child gets is this process's: the arguments, the environment, the umask, the
 current directory and fds 0, 1 and 2 (passed as descriptors: output, pipes, terminals and
@@ -49,6 +50,10 @@ class Lost(Exception):
     """The server closed the connection after taking the request, without an outcome."""
 
 
+class NotRun(Exception):
+    """The server declined after ``go``: nothing ran, the command runs in-process."""
+
+
 def forward(args: list[str]) -> int | None:
     """Run ``args`` through the daemon of the library they name: the exit code, or None
     (run in-process)."""
@@ -67,10 +72,14 @@ def forward(args: list[str]) -> int | None:
         if connection is None:
             return None
         try:
-            if not _hand_over(connection, args, here):
+            previous = _hand_over(connection, args, here)
+            if previous is None:
                 return None
             try:
                 return _outcome(connection)
+            except NotRun:
+                _restore(previous)
+                return None
             except (Lost, OSError):
                 sys.stderr.write("librarian: error: the daemon went away before the command "
                                  "finished (hint: `librarian status` shows the library; "
@@ -119,17 +128,9 @@ def _return_to(here: int) -> None:
         os._exit(1)
 
 
-def request(connection: _socket.socket, kind: bytes, args: list[str] | None = None,
-            fds: list[int] | None = None) -> bytes:
-    """Send one request (with ``fds`` attached) and read the first line of the answer."""
-    data = encode_request(kind, args)
-    ancillary = []
-    if fds:
-        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
-        ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)]
-    sent = connection.sendmsg([data], ancillary)
-    if sent < len(data):
-        connection.sendall(data[sent:])
+def request(connection: _socket.socket, kind: bytes, args: list[str] | None = None) -> bytes:
+    """Send one request and read the first line of the answer."""
+    connection.sendall(encode_request(kind, args))
     return read_line(connection)
 
 
@@ -145,12 +146,15 @@ def read_line(connection: _socket.socket) -> bytes:
     return bytes(line[:-1])
 
 
-def _hand_over(connection: _socket.socket, args: list[str], here: int) -> bool:
-    """Send the request; True once the server has the command and ``go`` is sent. The
-    signal handlers are in place before ``go``: from then on a signal is passed on."""
-    answer = request(connection, b"run", args, [here, 0, 1, 2])
-    if not answer.startswith(b"ready "):
-        return False  # declined (settings), stale (the server exits), or gone
+Handlers = dict[int, object]
+
+
+def _hand_over(connection: _socket.socket, args: list[str], here: int) -> Handlers | None:
+    """Send the request; once the server is ready, put the signal handlers in place and
+    say ``go`` with the descriptors: the previous handlers, or None (not taken)."""
+    answer = request(connection, b"run", args)
+    if answer != b"ready":
+        return None  # declined (settings), stale (the server exits), or gone
 
     def pass_on(signum: int, _frame: object) -> None:
         try:
@@ -159,14 +163,19 @@ def _hand_over(connection: _socket.socket, args: list[str], here: int) -> bool:
             pass
 
     numbers = [getattr(signal, name) for name in FORWARDED]
-    previous = {number: signal.signal(number, pass_on) for number in numbers}
+    previous: Handlers = {number: signal.signal(number, pass_on) for number in numbers}
+    rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (here, 0, 1, 2))
     try:
-        connection.sendall(b"go\n")
+        connection.sendmsg([b"go\n"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
     except OSError:
-        for number, handler in previous.items():  # in-process after all: as it was
-            signal.signal(number, handler)
+        _restore(previous)  # in-process after all: as it was
         raise
-    return True
+    return previous
+
+
+def _restore(previous: Handlers) -> None:
+    for number, handler in previous.items():
+        signal.signal(number, handler)  # type: ignore[arg-type]
 
 
 def _outcome(connection: _socket.socket) -> int:
@@ -177,6 +186,8 @@ def _outcome(connection: _socket.socket) -> int:
         return int(number)
     if kind == b"signal" and number.isdigit():
         return _ended_by(int(number))
+    if kind == b"declined":
+        raise NotRun(answer)
     raise Lost(answer)
 
 

@@ -3,14 +3,16 @@
 The server has imported the command table and the library's modules; it never runs a
 command itself, so a child starts from the state a new process would have after those
 imports, and the library's lock, journal and recovery cover a killed child as they cover
-any process. Per request (``run``): check the peer (same user, ``SO_PEERCRED``), the code
-fingerprint (different: answer ``stale``, stop taking requests and exit once the running
-children are done) and the settings (different: ``declined``, the client runs in-process);
-fork; answer ``ready PID``; on the client's ``go`` release the child, which takes the
-client's directory, umask, environment and fds 0-2 and runs the command line; when it is
-reaped, answer ``exit N`` or ``signal N``. A client that disappears before ``go`` leaves a
-child that exits without running anything; one that disappears later gets its child
-SIGTERMed (as a killed in-process command would have stopped).
+any process. Per request (``run``): check the peer (same user, ``SO_PEERCRED``), the
+settings (different: ``declined``, the client runs in-process) and the code fingerprint
+(different: ``stale``, stop taking requests and exit once the running children are
+done); answer ``ready``. The client answers ``go`` with its current directory and fds
+0-2 attached (descriptors travel only to a server that has just answered, so a stalled
+server never holds a caller's pipes open); then fork: the child takes the client's
+place and runs the command line (``child``); when it is reaped, answer ``exit N`` or
+``signal N``. A client that disappears before ``go`` leaves nothing behind; one that
+disappears later gets its child SIGTERMed (as a killed in-process command would have
+stopped).
 
 The server exits after ``idle`` seconds without a command (0: never), on ``stop``,
 SIGTERM or SIGINT, when its socket is no longer the one it bound (removed, replaced, the
@@ -29,7 +31,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from librarian.daemon.child import Runner, run_when_released
+from librarian.daemon.child import Runner, run_child
 from librarian.daemon.wire import (
     ACCEPT_TIMEOUT,
     FORWARDED,
@@ -51,10 +53,9 @@ class _Connection:
     fd: int  # the socket's descriptor: the key in Server.connections
     opened: float
     data: bytearray = field(default_factory=bytearray)
-    fds: list[int] = field(default_factory=list)
-    child: int | None = None  # forked, waiting for go (released False) or running
-    release: int | None = None  # the write end of the child's release pipe
-    released: bool = False
+    fds: list[int] = field(default_factory=list)  # arrive with go: cwd, 0, 1, 2
+    fields: dict[bytes, list[bytes]] | None = None  # a run request answered ready
+    child: int | None = None  # forked on go: running until reaped
 
 
 class Server:
@@ -129,9 +130,8 @@ class Server:
     def tick(self) -> None:
         now = time.time()
         for connection in list(self.connections.values()):
-            if connection.child is None or not connection.released:
-                if now - connection.opened > ACCEPT_TIMEOUT * 2:
-                    self.drop(connection)
+            if connection.child is None and now - connection.opened > ACCEPT_TIMEOUT * 2:
+                self.drop(connection)  # never said go: the client runs it, or gave up
         if self.listener is None:
             return
         if socket_inode(self.state_fd) != self.inode:
@@ -176,9 +176,6 @@ class Server:
         del self.connections[connection.fd]
         connection.sock.close()
         self._close_fds(connection)
-        if connection.release is not None:  # never released: the child exits unrun
-            os.close(connection.release)
-            connection.release = None
 
     def readable(self, connection: _Connection) -> None:
         try:
@@ -197,32 +194,31 @@ class Server:
             self._gone(connection)
             return
         connection.data += data
-        if connection.child is not None:
+        if connection.fields is not None:
             self._control(connection)
         else:
             self._request(connection)
 
     def _gone(self, connection: _Connection) -> None:
-        if connection.child is not None and connection.released:
+        if connection.child is not None:
             _signal_group(connection.child, signal.SIGTERM)  # the client was killed
         self.drop(connection)
 
     def _control(self, connection: _Connection) -> None:
-        """After ``ready``: ``go`` releases the child; later, ``signal N`` is passed on."""
+        """After ``ready``: ``go`` (with the four descriptors) forks the child; later,
+        ``signal N`` is passed on to its process group."""
         *lines, rest = connection.data.split(b"\n")
         connection.data = bytearray(rest)
         forwarded = {getattr(signal, name) for name in FORWARDED}
         for line in lines:
             word, _, number = line.partition(b" ")
-            if word == b"go" and connection.release is not None:
-                try:
-                    os.write(connection.release, b"g")
-                except OSError:
-                    pass  # the child is already gone: reaped, it answers for itself
-                os.close(connection.release)
-                connection.release, connection.released = None, True
-            elif word == b"signal" and number.isdigit() and int(number) in forwarded:
-                assert connection.child is not None
+            if word == b"go" and connection.child is None:
+                if len(connection.fds) != _FDS:
+                    self._answer(connection, b"declined descriptors")
+                    return
+                self._fork(connection)
+            elif (word == b"signal" and number.isdigit() and int(number) in forwarded
+                  and connection.child is not None):
                 _signal_group(connection.child, int(number))
 
     def _request(self, connection: _Connection) -> None:
@@ -256,8 +252,13 @@ class Server:
             self._answer(connection, b"status pid=%d started=%.3f idle=%g served=%d running=%d"
                          % (os.getpid(), self.started, self.idle, self.served,
                             len(self.children)))
-        elif parts[1] == b"run" and len(connection.fds) == _FDS and b"umask" in fields:
-            self._fork(connection, fields)
+        elif parts[1] == b"run" and b"umask" in fields and self.listener is not None:
+            connection.fields, connection.data = fields, bytearray(payload[length:])
+            connection.sock.setblocking(True)
+            connection.sock.sendall(b"ready\n")
+            connection.sock.setblocking(False)
+            if connection.data:
+                self._control(connection)
         else:
             self._answer(connection, b"declined request")
 
@@ -271,36 +272,26 @@ class Server:
 
     # -- children -------------------------------------------------------------------------
 
-    def _fork(self, connection: _Connection, fields: dict[bytes, list[bytes]]) -> None:
-        if self.listener is None:
-            self._answer(connection, b"declined stopping")
-            return
-        release_r, release_w = os.pipe()
+    def _fork(self, connection: _Connection) -> None:
+        """The client said go: from here on it waits for this command's outcome. A fork
+        that fails is ``declined``: nothing ran, and the client runs it in-process."""
+        assert connection.fields is not None
         try:
             pid = os.fork()
         except OSError:
-            os.close(release_r)
-            os.close(release_w)
             self._answer(connection, b"declined fork")
             return
         if pid == 0:
-            self._child(connection, release_r, release_w, fields)
-        os.close(release_r)
+            self._child(connection, connection.fields)
         try:
             os.setpgid(pid, pid)  # also done by the child: whichever runs first
         except OSError:
             pass
         self._close_fds(connection)
-        connection.child, connection.release = pid, release_w
-        connection.data = bytearray()
+        connection.child = pid
         self.children[pid] = connection
-        try:
-            connection.sock.sendall(b"ready %d\n" % pid)
-        except OSError:
-            self.drop(connection)
 
-    def _child(self, connection: _Connection, release_r: int, release_w: int,
-               fields: dict[bytes, list[bytes]]) -> NoReturn:
+    def _child(self, connection: _Connection, fields: dict[bytes, list[bytes]]) -> NoReturn:
         try:
             os.setpgid(0, 0)
             signal.set_wakeup_fd(-1)
@@ -308,14 +299,12 @@ class Server:
                 signal.signal(number, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self.selector.close()
-            for fd in (self.wake_r, self.wake_w, release_w, self.state_fd):
+            for fd in (self.wake_r, self.wake_w, self.state_fd):
                 os.close(fd)
             if self.listener is not None:
                 self.listener.close()
             for other in self.connections.values():
                 other.sock.close()
-                if other.release is not None:
-                    os.close(other.release)
                 if other is not connection:
                     self._close_fds(other)
         except BaseException:  # noqa: B036  (nothing of the server may run on in a child)
@@ -323,7 +312,7 @@ class Server:
                 traceback.print_exc()
             finally:
                 os._exit(1)
-        run_when_released(release_r, fields, connection.fds, self.run)
+        run_child(fields, connection.fds, self.run)
 
     def reap(self) -> None:
         while self.children:
@@ -334,17 +323,17 @@ class Server:
             if pid == 0:
                 return
             connection = self.children.pop(pid, None)
-            self.served, self.last = self.served + 1, time.time()
-            if connection is None or self.connections.get(connection.fd) is not connection:
+            self.last = time.time()
+            if connection is None:
+                continue
+            self.served += 1
+            if self.connections.get(connection.fd) is not connection:
                 continue
             if os.WIFSIGNALED(status):
                 line = b"signal %d" % os.WTERMSIG(status)
             else:
                 line = b"exit %d" % os.waitstatus_to_exitcode(status)
-            if connection.released:
-                self._answer(connection, line)
-            else:
-                self.drop(connection)
+            self._answer(connection, line)
 
     @staticmethod
     def _close_fds(connection: _Connection) -> None:

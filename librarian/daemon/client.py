@@ -95,8 +95,8 @@ def forward(args: list[str]) -> int | None:
 
 def connect(root: str, here: int) -> _socket.socket | None:
     """A connection to the daemon of ``root``, whose peer is this user; None when there is
-    no socket. Binds by the bare name after ``fchdir`` into ``.git/librarian``; ``here`` is
-    the directory to return to."""
+    no socket. Connects by the bare name after ``fchdir`` into ``.git/librarian``;
+    ``here`` is the directory to return to."""
     state = open_state_dir(root)
     try:
         if socket_inode(state) is None:

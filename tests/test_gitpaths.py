@@ -182,3 +182,36 @@ def test_collisions_are_only_between_distinct_entries_of_one_folder(paths: list[
         assert first != other
         assert first.rpartition("/")[0] == other.rpartition("/")[0]
         assert first.lower() == other.lower()
+
+
+# The plain-path shortcut of path_problem must give the full rules' answers.
+_INTERESTING = "aAzZ09_-.~/ \\:$\u200c\ufeffgitmodulesconauxnulprncomlpt1\u0131\u212a"
+
+
+@given(st.text(_INTERESTING, max_size=24))
+def test_the_plain_path_shortcut_agrees_with_the_full_rules(path: str) -> None:
+    from librarian.core.gitpaths import _path_problem, _segment_problem
+
+    assert (path_problem(path) is None) == (_path_problem(path) is None)
+    if "/" not in path:
+        assert (segment_problem(path) is None) == (_segment_problem(path) is None)
+
+
+@pytest.mark.parametrize("path", [
+    "con", "CON.txt", "skills/Lpt3.md/x", "a/aux", "nul.tar.gz", "Com9", "prn/b",
+])
+def test_the_plain_path_shortcut_keeps_the_reserved_device_names(path: str) -> None:
+    assert path_problem(path) == "is a reserved device name on Windows"
+
+
+@pytest.mark.parametrize("path", ["com0", "auxiliary", "skills/con-tools", "lpt", "a.con"])
+def test_names_that_only_start_like_a_device_are_plain(path: str) -> None:
+    assert path_problem(path) is None
+
+
+@given(st.lists(st.text(_INTERESTING + "\n", max_size=12), max_size=6))
+def test_judging_many_paths_at_once_finds_the_first_refused(paths: list[str]) -> None:
+    from librarian.core.gitpaths import first_path_problem
+
+    refused = [(p, path_problem(p)) for p in paths if path_problem(p) is not None]
+    assert first_path_problem(paths) == (refused[0] if refused else None)

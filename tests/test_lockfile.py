@@ -124,6 +124,14 @@ def test_fifty_thousand_items_have_no_size_cliff() -> None:
     ("librarian-lock: 1\nsources:\n  a:\n    items:\n      x: s\n      x: t\n", "twice"),
     ("librarian-lock: 1\nsources:\n  a:\n    items:\n      ../x: sha256:" + "1" * 64 + "\n",
      "not an item path"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      skills/CON.md: sha256:" + "1" * 64
+     + "\n", "not an item path"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      \"skills/a\\nb\": sha256:"
+     + "1" * 64 + "\n", "not an item path"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      skills/a: sha256:" + "1" * 64
+     + "\n      skills/b: sha256:" + "0" * 64 + "\n", "all zeros"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      skills/a: \"sha256:" + "1" * 64
+     + "\\nsha256:" + "2" * 64 + "\"\n", "not a digest"),
     ("librarian-lock: 1\nsources:\n  a:\n    commit: HEAD\n", "not a commit id"),
     ("librarian-lock: 1\nsources:\n  a:\n    ref: m\n    ref: n\n", "twice"),
     ("librarian-lock: 1\nsources:\n  a:\n    ref: m\n  a:\n    ref: n\n", "twice"),

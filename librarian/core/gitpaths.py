@@ -15,8 +15,9 @@ Pure functions over ``str`` paths (posix, relative); no I/O, no imports from lib
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 # utf8.c next_hfs_char: code points HFS+ ignores completely when comparing names.
 HFS_IGNORABLE = frozenset(
@@ -133,6 +134,13 @@ def _win32_reserved(segment: str) -> bool:
 
 def segment_problem(segment: str) -> str | None:
     """Why one path component cannot be stored, or None."""
+    if "/" not in segment and path_problem(segment) is None:
+        return None
+    return _segment_problem(segment)
+
+
+def _segment_problem(segment: str) -> str | None:
+    """``segment_problem`` by the full rules."""
     if segment in ("", ".", ".."):
         return "is not a relative path inside the item"
     if "\x00" in segment or "/" in segment:
@@ -152,12 +160,52 @@ def segment_problem(segment: str) -> str | None:
     return None
 
 
+# The shape nearly every real path has: ASCII segments of letters, digits, '_', '-' and
+# inner periods. Such a segment cannot be read as .git or .gitmodules on any system (no
+# leading period, no '~', no HFS+ ignorable, no trailing space or period) and holds no
+# character Windows refuses, so only the reserved device names remain to be ruled out;
+# a path in this shape is judged by two regular expressions instead of segment by
+# segment, and many such paths by two passes over them all (the lock judges every item
+# path it holds on every read). Any other path is judged by the full rules;
+# tests/test_gitpaths.py holds the two to the same answers.
+_PLAIN_SEGMENT = r"[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?"
+_PLAIN_PATH = rf"{_PLAIN_SEGMENT}(?:/{_PLAIN_SEGMENT})*"
+_PLAIN_PATHS = re.compile(rf"{_PLAIN_PATH}(?:\n{_PLAIN_PATH})*", re.ASCII)
+_RESERVED_SEGMENT = re.compile(
+    r"(?:\A|[/\n])(?:aux|con|nul|prn|com[1-9]|lpt[1-9])(?:\.[^/\n]*)?(?:[/\n]|\Z)",
+    re.ASCII | re.IGNORECASE)
+
+
+def _all_plain(joined: str) -> bool:
+    return _PLAIN_PATHS.fullmatch(joined) is not None and _RESERVED_SEGMENT.search(
+        joined) is None
+
+
 def path_problem(path: str) -> str | None:
     """Why ``path`` (posix, relative) cannot be a path in a library tree, or None."""
+    if "\n" not in path and _all_plain(path):
+        return None
+    return _path_problem(path)
+
+
+def first_path_problem(paths: Collection[str]) -> tuple[str, str] | None:
+    """The first of ``paths`` that ``path_problem`` refuses, with the reason, or None."""
+    joined = "\n".join(paths)
+    if joined.count("\n") == len(paths) - 1 and _all_plain(joined):
+        return None  # no path holds the separator: each line is one path
+    for path in paths:
+        problem = _path_problem(path)
+        if problem is not None:
+            return path, problem
+    return None
+
+
+def _path_problem(path: str) -> str | None:
+    """``path_problem`` by the full rules, segment by segment."""
     if not path or path.startswith("/") or path.endswith("/"):
         return "is not a relative path inside the item"
     for segment in path.split("/"):
-        problem = segment_problem(segment)
+        problem = _segment_problem(segment)
         if problem is not None:
             return problem
     return None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from librarian.core.gitpaths import path_problem, visible
+from librarian.core.gitpaths import first_path_problem, visible
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
 from librarian.formats.yamlio import load_yaml
@@ -30,6 +30,8 @@ LOCK_FILE = "librarian.lock"
 MAX_YAML_LOCK_BYTES = 64 * 1024 * 1024
 _SOURCE_KEYS = ("commit", "items", "ref", "release", "release-tag", "url")
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_DIGESTS_RE = re.compile(r"sha256:[0-9a-f]{64}(?:\nsha256:[0-9a-f]{64})*")
+_ZERO_DIGEST = "sha256:" + "0" * 64
 _OID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -37,8 +39,22 @@ def digest_problem(value: str) -> str | None:
     """Why ``value`` is not a digest librarian could have written (all zeros never is)."""
     if not DIGEST_RE.fullmatch(value):
         return f"{value!r} is not a digest (sha256: and 64 lowercase hex digits)"
-    if set(value[7:]) == {"0"}:
+    if value == _ZERO_DIGEST:
         return f"{value!r} is all zeros, the digest of no content"
+    return None
+
+
+def _first_digest_problem(items: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first item whose digest ``digest_problem`` refuses, with the reason, or None
+    (all of them judged in one pass when all are well formed, as they are when read)."""
+    joined = "\n".join(items.values())
+    if joined.count("\n") == len(items) - 1 and _DIGESTS_RE.fullmatch(joined) is not None \
+            and _ZERO_DIGEST not in joined:
+        return None  # no digest holds the separator: each line is one digest
+    for path, digest in items.items():
+        problem = digest_problem(digest)
+        if problem is not None:
+            return path, problem
     return None
 
 
@@ -288,12 +304,12 @@ def _from_document(document: object, where: str) -> dict[str, LockedSource]:
         commit = spec.get("commit")
         if commit is not None and not _OID_RE.fullmatch(commit):
             raise UsageError(f"{what}.commit {commit!r} is not a commit id")
-        for item_path, digest in items.items():
-            if path_problem(item_path) is not None:
-                raise UsageError(f"{what}.items: {visible(item_path)!r} is not an item path")
-            problem = digest_problem(digest)
-            if problem is not None:
-                raise UsageError(f"{what}.items.{item_path}: {problem}")
+        bad_path = first_path_problem(items)
+        if bad_path is not None:
+            raise UsageError(f"{what}.items: {visible(bad_path[0])!r} is not an item path")
+        bad_digest = _first_digest_problem(items)
+        if bad_digest is not None:
+            raise UsageError(f"{what}.items.{bad_digest[0]}: {bad_digest[1]}")
         locked[source_name] = LockedSource(
             url=text["url"],
             ref=text["ref"],

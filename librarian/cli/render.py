@@ -6,10 +6,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from librarian.core.jsonable import to_jsonable
-from librarian.core.receipts import ExposureReceipt, Receipt
-
 if TYPE_CHECKING:  # rendering must not import what the command did not use
+    from librarian.core.receipts import ExposureReceipt, Receipt
     from librarian.gate.checks import ApprovalReview
     from librarian.gate.runs import RunRecord
     from librarian.ops.checking import CheckReport
@@ -22,6 +20,14 @@ if TYPE_CHECKING:  # rendering must not import what the command did not use
 def count(number: int, noun: str) -> str:
     """``1 item``, ``2 items``."""
     return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def to_jsonable(value: Any) -> Any:
+    """``core.jsonable.to_jsonable``, imported when a command prints JSON: it imports every
+    receipt class, a start-up cost text output does not need."""
+    from librarian.core.jsonable import to_jsonable as convert
+
+    return convert(value)
 
 
 def json_text(value: Any) -> str:

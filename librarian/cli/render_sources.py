@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from librarian.cli.render import count, receipt_text
-from librarian.core.jsonable import to_jsonable
-from librarian.core.receipts import BackupReceipt
+from librarian.cli.render import count, receipt_text, to_jsonable
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
+    from librarian.core.receipts import BackupReceipt
     from librarian.sources.plan import PlannedItem
     from librarian.sources.releases import ReleaseInfo, VerifyReport
     from librarian.sources.subscriptions import SourceInfo

@@ -128,10 +128,12 @@ def update(
     as_json: JsonOpt = False,
 ) -> None:
     """Fetch sources, plan, and install the new collections in one commit."""
-    from librarian.sources.plandiff import preview
     from librarian.sources.update import update as run_update
 
     if dry_run:
+        # Only a dry run shows content diffs (librarian.content.patch): imported for it.
+        from librarian.sources.plandiff import preview
+
         shown = preview(current_library(), names or (), progress=_progress(), diff=diff)
         _emit_plan(shown.report, diff, shown.diff if diff else None, as_json)
         return

@@ -15,7 +15,7 @@ from __future__ import annotations
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
@@ -24,7 +24,6 @@ from librarian.formats.config import (
     LockedSource,
     SourceConfig,
 )
-from librarian.sources.merging import MergeOutcome, plan_merge
 from librarian.sources.upstream import (
     Collection,
     Skipped,
@@ -36,6 +35,9 @@ from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
 from librarian.store.statcache import WorkTreeCache
+
+if TYPE_CHECKING:
+    from librarian.sources.merging import MergeOutcome
 
 SOURCE_REF_PREFIX = "refs/librarian/sources/"
 Action = Literal["add", "update", "merge", "remove", "keep", "conflict"]
@@ -243,6 +245,10 @@ def _plan_item(
     if work == "special":
         return planned("conflict", "local edit, changed upstream (a link or special file in "
                        "the work tree: no merge)")
+    # Imported here for start-up cost: only a plan with a locally edited item upstream
+    # changed needs the three-way merge (librarian.store.merge).
+    from librarian.sources.merging import plan_merge
+
     outcome = plan_merge(library, store, library_path, committed, pin, upstream.tree)
     if outcome.clean:
         return planned("merge", outcome.summary(), merge=outcome)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from librarian.core.digest import content_digest
 from librarian.errors import TrustError, UsageError
@@ -29,15 +30,13 @@ from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.tags import remote_refs, tag_bytes
-from librarian.trust.policy import (
-    VerifiedRelease,
-    check_items,
-    check_succession,
-    installed_differences,
-    trusted_keys,
-    verify_release,
-)
-from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_version
+
+if TYPE_CHECKING:
+    from librarian.trust.policy import VerifiedRelease
+
+# The trust machinery (keys, SSHSIG, statements, cryptography's ed25519) is imported by
+# the functions below only where a source is signed: an update of unsigned sources, the
+# usual case, does not pay its start-up cost.
 
 RELEASE_REF_PREFIX = "refs/librarian/releases/"
 _TAGS = b"refs/tags/"
@@ -63,9 +62,13 @@ def release_ref(source: str) -> bytes:
 
 def release_info(source: str, config: SourceConfig,
                  release: VerifiedRelease | None = None) -> ReleaseInfo:
+    if not config.trust:
+        return ReleaseInfo(source, False, ())
+    from librarian.trust.policy import trusted_keys
+
     keys = tuple(k.fingerprint for k in trusted_keys(config.trust, source))
     if release is None:
-        return ReleaseInfo(source, bool(config.trust), keys)
+        return ReleaseInfo(source, True, keys)
     return ReleaseInfo(source, True, keys, release.version, release.tag_id,
                        release.signer.fingerprint,
                        release.statement.expires.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -80,6 +83,9 @@ def fetch_source(store: GitStore, name: str, source: SourceConfig,
     if not source.trust:
         return fetch_ref(store, source.url, source.ref, into=source_ref(name), have=have,
                          progress=progress), None
+    from librarian.trust.policy import check_succession, trusted_keys, verify_release
+    from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_version
+
     trusted = trusted_keys(source.trust, name)
     shown = strip_credentials(source.url)
     tags = {}
@@ -113,6 +119,8 @@ def check_plan(store: GitStore, plan: SourcePlan, release: VerifiedRelease | Non
     install has its stated digest (tampering, mix-and-match)."""
     if release is None:
         return
+    from librarian.trust.policy import check_items
+
     tree = store.tree_of(plan.new_commit.encode())
     paths = [path for path, _, _ in find_item_trees(store, tree)]
     digests = {i.path: i.upstream for i in plan.items
@@ -181,6 +189,9 @@ def verify_sources(library: Library, names: Sequence[str] = (), *,
 
 def _verify_one(store: GitStore, tree: ObjectId | None, name: str, source: SourceConfig,
                 entry: LockedSource | None, now: datetime) -> VerifiedSource:
+    from librarian.trust.policy import installed_differences, trusted_keys, verify_release
+    from librarian.trust.tag import release_tag_name
+
     if entry is None:
         if installed_items(store, tree, name):
             raise TrustError(f"source {name!r}: content is installed but librarian.lock has "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
@@ -34,7 +35,6 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
-from librarian.sources.backups import Backup, back_up
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
     Action,
@@ -63,7 +63,10 @@ from librarian.store.library import Library
 from librarian.store.snapshot import Snapshot
 from librarian.store.trees import make_tree
 from librarian.store.txn import Transaction
-from librarian.trust.policy import VerifiedRelease
+
+if TYPE_CHECKING:
+    from librarian.sources.backups import Backup
+    from librarian.trust.policy import VerifiedRelease
 
 __all__ = [
     "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
@@ -238,10 +241,14 @@ def _uncommitted_config_note(snapshot: Snapshot) -> tuple[str, ...]:
 def _back_up_edits(
     library: Library, store: GitStore, base: ObjectId | None, plans: Sequence[SourcePlan]
 ) -> tuple[Backup, ...]:
-    backups = []
+    backups: list[Backup] = []
     for plan in plans:
         paths = [c.library_path for c in (*plan.conflicts, *plan.merges)]
         if paths:
+            # Imported here for start-up cost: only an update that merges or overwrites
+            # local edits (--force) writes backups.
+            from librarian.sources.backups import back_up
+
             backup = back_up(library, store, base, plan.source, paths, f"update {plan.source}")
             if backup is not None:
                 backups.append(backup)

@@ -4,13 +4,15 @@ nothing new upstream (issue 12, fixed cost)."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_main
-from sources_helpers import Upstream
+from helpers import cli, git, requires_git, run_main
+from sources_helpers import Upstream, edit_source
 
 Cap = pytest.CaptureFixture[str]
 
@@ -61,3 +63,87 @@ def test_an_unsigned_update_imports_no_trust_merge_or_json_machinery(
     assert code == 0
     assert _loaded(modules, "librarian.core.jsonable")
     assert not _loaded(modules, "librarian.trust") and not _loaded(modules, "cryptography")
+
+
+def _memo(library: Path) -> Path:
+    return library / ".git" / "librarian" / "cache" / "up-to-date.json"
+
+
+def _never_read_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make reading the upstream collection (planning proper) fail loudly."""
+    import librarian.sources.plan as plan
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("upstream was read although nothing changed")
+
+    monkeypatch.setattr(plan, "read_collection", refuse)
+
+
+def test_nothing_new_is_planned_once_then_remembered_and_shown_the_same(
+        subscribed: tuple[Path, Upstream], capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library, up = subscribed
+    up.put("skills/badfront/SKILL.md", b"---\nname: [oops\n---\n").commit("a bad item")
+    assert cli(capsys, library, "update").code == 0
+    assert not _memo(library).exists()  # an update that changed something remembers nothing
+    planned = cli(capsys, library, "update", "--json")  # planned in full, then remembered
+    assert planned.code == 0 and planned.json["up_to_date"], planned.err
+    assert planned.json["plans"][0]["skipped"], "the bad item is skipped on every update"
+    text = cli(capsys, library, "update")
+    assert _memo(library).is_file()
+    with monkeypatch.context() as patched:
+        _never_read_upstream(patched)
+        again = cli(capsys, library, "update", "--json")
+        assert again.code == 0, again.err
+        assert again.json == planned.json
+        assert cli(capsys, library, "update").out == text.out
+        assert cli(capsys, library, "outdated", "--json").code == 0
+    _memo(library).unlink()
+    assert cli(capsys, library, "update", "--json").json == planned.json
+
+
+@requires_git
+def test_what_was_remembered_never_hides_a_change(
+        subscribed: tuple[Path, Upstream], capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library, up = subscribed
+    assert cli(capsys, library, "update").code == 0
+    assert cli(capsys, library, "update").code == 0
+    assert _memo(library).is_file()
+    # the committed configuration changed, the upstream commit did not
+    edit_source(library, "team", exclude=("skills/docx",))
+    removed = cli(capsys, library, "update", "--json")
+    assert removed.code == 0, removed.err
+    assert [i["path"] for i in removed.json["plans"][0]["items"]
+            if i["action"] == "remove"] == ["skills/docx"]
+    assert not (library / "sources" / "team" / "skills" / "docx").exists()
+    # an item removed from the collection with plain git is restored
+    assert cli(capsys, library, "update").code == 0
+    shutil.rmtree(library / "sources" / "team" / "skills" / "pdf")
+    git(library, "add", "-A")
+    git(library, "commit", "-q", "-m", "removed by hand")
+    restored = cli(capsys, library, "update")
+    assert restored.code == 0, restored.err
+    assert (library / "sources" / "team" / "skills" / "pdf" / "SKILL.md").is_file()
+    # a forged lock is refused, remembered plan or not
+    assert cli(capsys, library, "update").code == 0
+    lock = library / "librarian.lock"
+    lock.write_text(re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, lock.read_text()))
+    git(library, "commit", "-q", "-am", "a forged lock")
+    refused = cli(capsys, library, "update")
+    assert refused.code == 2 and "all zeros" in refused.err
+
+
+def test_a_damaged_memo_is_only_slower(subscribed: tuple[Path, Upstream], capsys: Cap) -> None:
+    library, _ = subscribed
+    assert cli(capsys, library, "update").code == 0
+    fresh = cli(capsys, library, "update", "--json").json
+    learned = json.loads(_memo(library).read_bytes())
+    state = learned["entries"]["team"]["state"]
+    for entry in ({"state": "x"}, [1], {"state": state, "skipped": "x", "filtered_out": 0},
+                  {"state": state, "skipped": [["a", [1]]], "filtered_out": 0},
+                  {"state": state, "skipped": [], "filtered_out": "0"}):
+        _memo(library).write_text(json.dumps({"version": 1, "entries": {"team": entry}}))
+        assert cli(capsys, library, "update", "--json").json == fresh
+    _memo(library).write_bytes(b"{not json")
+    assert cli(capsys, library, "update", "--json").json == fresh

@@ -8,19 +8,30 @@ only committed configuration: the sources and the policy come from the base comm
 redirect a source. An item with a local edit that upstream also changed is merged file by
 file (``librarian.sources.merging``): ``merge`` when every file merges, else ``conflict``.
 Applying a plan is ``librarian.sources.update``'s.
+
+A plan in which upstream changed nothing (every item kept, unchanged upstream, so the work
+tree was not looked at) is remembered per source (``store.memo``, ``up-to-date``) with the
+ids it was computed from: the upstream commit, the committed collection tree, the committed
+``librarian.lock`` and ``library.yaml`` blobs, and the version of librarian. The next plan
+from the same ids is that plan again without reading upstream or judging any item: the
+items are the lock's, their trees one lookup each in the committed collection. The lock is
+still read and judged on every update; only the planning is spared.
 """
 
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from librarian import __version__
 from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.core.progress import counted
 from librarian.formats.config import (
+    LIBRARY_FILE,
+    LOCK_FILE,
     LockedSource,
     SourceConfig,
 )
@@ -32,8 +43,9 @@ from librarian.sources.upstream import (
     read_collection,
 )
 from librarian.store.gitremote import strip_credentials
-from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
+from librarian.store.memo import TreeMemo
 from librarian.store.statcache import WorkTreeCache
 
 if TYPE_CHECKING:
@@ -115,12 +127,20 @@ def _installed_from_lock(
     store: GitStore, root_tree: ObjectId | None, source: str, pins: Mapping[str, str]
 ) -> dict[str, ObjectId]:
     """upstream path -> committed tree id of each item the lock says is installed (the lock
-    is the record of what an update installed; one lookup per item, no tree walk)."""
+    is the record of what an update installed; no tree walk: each item's folder is read
+    once, and each item is one entry of it)."""
     out = {}
+    folders: dict[str, dict[str, TreeEntry] | None] = {}
     for path in pins:
-        entry = store.lookup(root_tree, collection_path(source, path))
-        if entry is not None and stat.S_ISDIR(entry.mode):
-            out[path] = entry.sha
+        folder, _, leaf = path.rpartition("/")
+        if folder not in folders:
+            entry = store.lookup(root_tree, collection_path(source, folder))
+            folders[folder] = (store.tree_items(entry.sha) if entry is not None
+                               and stat.S_ISDIR(entry.mode) else None)
+        entries = folders[folder]
+        item = entries.get(leaf) if entries is not None else None
+        if item is not None and stat.S_ISDIR(item.mode):
+            out[path] = item.sha
     return out
 
 
@@ -135,31 +155,108 @@ def plan_source(
     policy: Policy,
 ) -> SourcePlan:
     pins = dict(locked.items) if locked else {}
+    memo = TreeMemo.of(store, UP_TO_DATE_MEMO)
+    state = _plan_state(store, base_tree, name, upstream_commit)
+    remembered = _remembered(memo.get(name), state)
+    if remembered is not None:
+        plan = _kept_plan(store, base_tree, name, source, locked, upstream_commit, *remembered)
+        if plan is not None:
+            return plan
     installed = _installed_from_lock(store, base_tree, name, pins)
     collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
                                  {p: (t, pins[p]) for p, t in installed.items()})
-    work_cache = WorkTreeCache(library.cache_dir)
-    items = [
+    work_cache = _LazyWorkCache(library)
+    items = tuple(
         _plan_item(library, store, work_cache, name, path, installed.get(path), pins.get(path),
                    collection)
         for path in counted(f"plan {name}", sorted(set(installed) | set(collection.items)))
-    ]
-    work_cache.save(partial=True)
-    return SourcePlan(
+    )
+    work_cache.save()
+    plan = SourcePlan(
         source=name,
         url=strip_credentials(source.url),
         ref=source.ref,
         old_commit=locked.commit if locked else None,
         new_commit=upstream_commit.decode(),
-        items=tuple(items),
+        items=items,
         skipped=collection.skipped,
         filtered_out=len(collection.filtered_out),
         warnings=collection.warnings,
     )
+    if all(item.action == "keep" for item in items) and plan == _kept_plan(
+            store, base_tree, name, source, locked, upstream_commit, plan.skipped,
+            plan.filtered_out):  # nothing changed upstream: remember it
+        memo.put(name, {"state": state, "filtered_out": plan.filtered_out,
+                        "skipped": [[s.path, list(s.problems)] for s in plan.skipped]})
+    return plan
+
+
+#: The memo of plans in which upstream changed nothing (see the module's docstring).
+UP_TO_DATE_MEMO = "up-to-date"
+
+
+def _plan_state(store: GitStore, root_tree: ObjectId | None, source: str,
+                upstream_commit: ObjectId) -> str:
+    """Every input of a plan that is not the work tree, as immutable ids."""
+    ids = [store.lookup(root_tree, path) for path in (collection_path(source), LOCK_FILE,
+                                                       LIBRARY_FILE)]
+    return " ".join([__version__, upstream_commit.decode(),
+                     *(entry.sha.decode() if entry is not None else "-" for entry in ids)])
+
+
+def _remembered(value: object, state: str) -> tuple[tuple[Skipped, ...], int] | None:
+    """The skipped items and the filtered-out count of the remembered plan for ``state``
+    (None: none remembered, or a memo entry in another shape)."""
+    if not isinstance(value, dict) or value.get("state") != state:
+        return None
+    skipped, filtered_out = value.get("skipped"), value.get("filtered_out")
+    if not isinstance(filtered_out, int) or not isinstance(skipped, list) or not all(
+            isinstance(s, list) and len(s) == 2 and isinstance(s[0], str)
+            and isinstance(s[1], list) and all(isinstance(p, str) for p in s[1])
+            for s in skipped):
+        return None
+    return tuple(Skipped(s[0], tuple(s[1])) for s in skipped), filtered_out
+
+
+def _kept_plan(store: GitStore, base_tree: ObjectId | None, name: str, source: SourceConfig,
+               locked: LockedSource | None, upstream_commit: ObjectId,
+               skipped: Sequence[Skipped], filtered_out: int) -> SourcePlan | None:
+    """The plan that keeps every locked item as committed, or None when an item the lock
+    names is not in the committed collection."""
+    pins = dict(locked.items) if locked else {}
+    installed = _installed_from_lock(store, base_tree, name, pins)
+    if len(installed) != len(pins):
+        return None
+    items = tuple(
+        PlannedItem(f"{name}:{path.rsplit('/', 1)[-1]}", path, collection_path(name, path),
+                    "keep", pin, pin, None, False, "unchanged upstream",
+                    installed[path].decode())
+        for path, pin in sorted(pins.items()))
+    return SourcePlan(name, strip_credentials(source.url), source.ref,
+                      locked.commit if locked else None, upstream_commit.decode(), items,
+                      tuple(skipped), filtered_out)
+
+
+class _LazyWorkCache:
+    """The stat cache, read the first time an item's work tree is looked at: a plan that
+    keeps every item unchanged upstream never reads it (at 10,000 items it is megabytes)."""
+
+    def __init__(self, library: Library) -> None:
+        self._library = library
+        self._cache: WorkTreeCache | None = None
+
+    def item_hash(self, key: str, directory: str) -> ItemHash | None:
+        if self._cache is None:
+            self._cache = WorkTreeCache(self._library.cache_dir)
+        return self._cache.item_hash(key, directory)
+
+    def save(self) -> None:
+        if self._cache is not None:
+            self._cache.save(partial=True)
 
 
 def _work_hash(
-    library: Library, cache: WorkTreeCache, library_path: str
+    library: Library, cache: _LazyWorkCache, library_path: str
 ) -> ItemHash | None | str:
     """The work tree's ids at ``library_path``: None when missing, "special" when it holds a
     link or special file (never equal to anything)."""
@@ -181,7 +278,7 @@ def _work_hash(
 def _plan_item(
     library: Library,
     store: GitStore,
-    cache: WorkTreeCache,
+    cache: _LazyWorkCache,
     source: str,
     path: str,
     installed: ObjectId | None,

@@ -60,6 +60,7 @@ from librarian.store.changes import FileChange
 from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
+from librarian.store.memo import TreeMemo
 from librarian.store.snapshot import Snapshot
 from librarian.store.trees import make_tree
 from librarian.store.txn import Transaction
@@ -197,6 +198,7 @@ def _fetch_plan_apply(
         for p in plans
     )
     if dry_run or unchanged:
+        TreeMemo.save_all(store)  # what planning learned (sources/plan.py)
         return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
                             warnings=warnings, releases=signing)
     if conflicts and not force:

@@ -23,6 +23,8 @@ Cases (``--cases``, default all):
 - ``status``: ``librarian status`` against ``git status`` in the same library (warm);
 - ``update10``, ``update100``: 10 / 100 items changed upstream, against ``git fetch`` +
   ``git checkout`` of the same commit in the clone; ``noop``: nothing new upstream;
+  ``noop-cold``: the same with the remembered up-to-date plan deleted before each round
+  (the first update after a change pays for planning once);
 - ``inspect``: ``inspect --json`` against ``git ls-tree -r HEAD``;
 - ``prompt``: ``prompt`` twice, the second timed (warm cache);
 - ``memory``: peak resident memory of status and of an update of 10 changed, against git;
@@ -49,8 +51,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from update import ENV, change_upstream, run, write_skill  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
-CASES = ("install", "floor", "status", "noop", "update10", "update100", "inspect", "prompt",
-         "memory", "remove")
+CASES = ("install", "floor", "status", "noop", "noop-cold", "update10", "update100", "inspect",
+         "prompt", "memory", "remove")
 
 
 def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
@@ -113,6 +115,9 @@ def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
         ratios += "  paired " + "  ".join(
             f"{k}/git {statistics.median([a / b for a, b in zip(v, git, strict=True)]):5.2f}x"
             for k, v in samples.items() if k != "git")
+    if samples.get("before") and samples.get("after") and unit == "s":
+        pairs = [a / b for a, b in zip(samples["after"], samples["before"], strict=True) if b]
+        ratios += f"  after/before {statistics.median(pairs):5.2f}x (paired)"
     n = len(next(iter(samples.values())))
     print(f"{case:<28} {text}{ratios}  (median of {n})", flush=True)
     if cpu and unit == "s":
@@ -216,6 +221,13 @@ def main() -> None:
                                         ["status"]))
         if "noop" in cases:
             row("update, nothing new", rounds(args.runs, contenders, None, clone, ["update"]))
+        if "noop-cold" in cases:
+            def forget(_: int) -> None:
+                for who in contenders:
+                    memo = who.library / ".git" / "librarian" / "cache" / "up-to-date.json"
+                    memo.unlink(missing_ok=True)
+            row("update, nothing new (cold)", rounds(args.runs, contenders, None, clone,
+                                                     ["update"], forget))
         for case, count in (("update10", 10), ("update100", 100)):
             if case in cases:
                 row(f"update, {count} changed", rounds(args.runs, contenders, fetch, clone,

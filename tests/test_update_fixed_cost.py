@@ -147,3 +147,46 @@ def test_a_damaged_memo_is_only_slower(subscribed: tuple[Path, Upstream], capsys
         assert cli(capsys, library, "update", "--json").json == fresh
     _memo(library).write_bytes(b"{not json")
     assert cli(capsys, library, "update", "--json").json == fresh
+
+
+def test_a_fetched_pack_is_checked_closed_where_it_differs_from_the_previous_tip(
+        subscribed: tuple[Path, Upstream], capsys: Cap) -> None:
+    """What the previous tip names at the same path is not looked up again, and what a
+    changed tree names that neither the pack nor the library holds is still refused."""
+    from dulwich.objects import Blob, Commit, Tree
+
+    from librarian.store.library import Library
+    from librarian.store.transfer import IncompleteSource, _check_closed
+
+    library, _ = subscribed
+    assert cli(capsys, library, "update").code == 0
+    with Library(library).store() as store:
+        objects = store.dulwich_repo.object_store
+        old = objects[store.ref(b"refs/librarian/sources/team")]
+        assert isinstance(old, Commit)
+
+        def changed_tip(blob: Blob) -> list[Tree | Commit]:
+            root = objects[old.tree]
+            assert isinstance(root, Tree)
+            skills = objects[root[b"skills"][1]].copy()
+            pdf = objects[skills[b"pdf"][1]].copy()
+            pdf.add(b"SKILL.md", 0o100644, blob.id)
+            skills.add(b"pdf", 0o040000, pdf.id)
+            root = root.copy()
+            root.add(b"skills", 0o040000, skills.id)
+            commit = Commit()
+            commit.tree, commit.parents = root.id, [old.id]
+            commit.author = commit.committer = b"T <t@example.org>"
+            commit.commit_time = commit.author_time = 0
+            commit.commit_timezone = commit.author_timezone = 0
+            commit.message = b"change pdf\n"
+            return [pdf, skills, root, commit]
+
+        present = Blob.from_string(b"---\nname: pdf\ndescription: d.\n---\nnew\n")
+        objects.add_object(present)
+        pack = objects.add_objects([(o, None) for o in changed_tip(present)])
+        _check_closed(store, pack, set(), old.tree)  # docx, review: held, not asked for
+        missing = Blob.from_string(b"never sent\n")
+        pack = objects.add_objects([(o, None) for o in changed_tip(missing)])
+        with pytest.raises(IncompleteSource, match=missing.id.decode()):
+            _check_closed(store, pack, set(), old.tree)

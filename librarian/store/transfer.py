@@ -245,7 +245,7 @@ def _check_closed(store: GitStore, pack: Pack, shallow: set[bytes],
     if old_tree is not None:
         for obj in pack.iterobjects():
             if isinstance(obj, Commit) and len(held) < _MAX_HELD:
-                held |= _unchanged_entries(obj.tree, old_tree, objects, objects)
+                held |= _unchanged_entries(obj.tree, old_tree, pack, objects)
     for obj in pack.iterobjects():
         for sha in _names(obj, shallow):
             if sha not in in_pack and sha not in held and ObjectID(sha) not in objects:

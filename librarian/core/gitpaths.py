@@ -171,14 +171,16 @@ def _segment_problem(segment: str) -> str | None:
 _PLAIN_SEGMENT = r"[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?"
 _PLAIN_PATH = rf"{_PLAIN_SEGMENT}(?:/{_PLAIN_SEGMENT})*"
 _PLAIN_PATHS = re.compile(rf"{_PLAIN_PATH}(?:\n{_PLAIN_PATH})*", re.ASCII)
+# Searched in "\n" + the paths: a pattern that starts with a character set is scanned for
+# fast (one that starts with an alternative is tried at every position).
 _RESERVED_SEGMENT = re.compile(
-    r"(?:\A|[/\n])(?:aux|con|nul|prn|com[1-9]|lpt[1-9])(?:\.[^/\n]*)?(?:[/\n]|\Z)",
+    r"[/\n](?:aux|con|nul|prn|com[1-9]|lpt[1-9])(?:\.[^/\n]*)?(?:[/\n]|\Z)",
     re.ASCII | re.IGNORECASE)
 
 
 def _all_plain(joined: str) -> bool:
     return _PLAIN_PATHS.fullmatch(joined) is not None and _RESERVED_SEGMENT.search(
-        joined) is None
+        "\n" + joined) is None
 
 
 def path_problem(path: str) -> str | None:

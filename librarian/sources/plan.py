@@ -12,7 +12,7 @@ Applying a plan is ``librarian.sources.update``'s.
 A plan in which upstream changed nothing (every item kept, unchanged upstream, so the work
 tree was not looked at) is remembered per source (``store.memo``, ``up-to-date``) with the
 ids it was computed from: the upstream commit, the committed collection tree, the committed
-``librarian.lock`` and ``library.yaml`` blobs, and the version of librarian. The next plan
+``librarian.lock`` and ``library.yaml`` blobs, and ``PLAN_RULES``. The next plan
 from the same ids is that plan again without reading upstream or judging any item: the
 items are the lock's, their trees one lookup each in the committed collection. The lock is
 still read and judged on every update; only the planning is spared.
@@ -25,7 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from librarian import __version__
 from librarian.content.worktree import ItemHash, NotRegularFile
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.core.progress import counted
@@ -193,6 +192,9 @@ def plan_source(
 
 #: The memo of plans in which upstream changed nothing (see the module's docstring).
 UP_TO_DATE_MEMO = "up-to-date"
+#: Part of every remembered plan's key: raise it with any change to planning, filtering
+#: or validation that could plan the same ids differently (remembered plans then lapse).
+PLAN_RULES = "1"
 
 
 def _plan_state(store: GitStore, root_tree: ObjectId | None, source: str,
@@ -200,7 +202,7 @@ def _plan_state(store: GitStore, root_tree: ObjectId | None, source: str,
     """Every input of a plan that is not the work tree, as immutable ids."""
     ids = [store.lookup(root_tree, path) for path in (collection_path(source), LOCK_FILE,
                                                        LIBRARY_FILE)]
-    return " ".join([__version__, upstream_commit.decode(),
+    return " ".join([PLAN_RULES, upstream_commit.decode(),
                      *(entry.sha.decode() if entry is not None else "-" for entry in ids)])
 
 

@@ -170,7 +170,11 @@ def plan_source(
                    collection)
         for path in counted(f"plan {name}", sorted(set(installed) | set(collection.items)))
     )
-    work_cache.save()
+    if any(item.work is not None and item.action in ("keep", "conflict") for item in items):
+        # Only the items whose work tree an update leaves as it is are worth remembering:
+        # the others are swapped out, so their entries would be stale (and rewriting the
+        # whole stat cache costs as much as reading it: ~40 ms at 10,000 items).
+        work_cache.save()
     plan = SourcePlan(
         source=name,
         url=strip_credentials(source.url),

@@ -72,11 +72,12 @@ def transfer(
     before = _object_files(store)
     spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES, prefix="incoming-",
                                  dir=str(repo.object_store.path))
+    known: set[bytes] | None = None  # held entries the local finder found already
     try:
         if isinstance(client, LocalGitClient):
             try:
-                refs, shallow = _local_pack(path, determine_wants, repo.object_store, spool,
-                                            progress, old_tree)
+                refs, shallow, known = _local_pack(path, determine_wants, repo.object_store,
+                                                   spool, progress, old_tree)
             except KeyError as exc:
                 raise IncompleteSource(
                     f"the repository at {path} lacks object {_shown(exc)}, which it names",
@@ -95,7 +96,7 @@ def transfer(
                     f"the source sent a delta against {_shown(exc)}, which the library "
                     "does not hold", hint="try again; nothing was changed") from None
             try:
-                _check_closed(store, pack, shallow, old_tree)
+                _check_closed(store, pack, shallow, old_tree, known)
             finally:
                 pack.close()
             _fsync_new_packs(store, before)
@@ -116,12 +117,13 @@ def _local_pack(
     spool: IO[bytes],
     progress: ProgressBytes | None,
     old_tree: ObjectID | None = None,
-) -> tuple[dict[bytes, bytes], set[bytes]]:
+) -> tuple[dict[bytes, bytes], set[bytes], set[bytes]]:
     """Depth 1 from a repository on this machine: the wanted tips and the objects of their
     trees that the library does not hold. Both stores are here, so what the library holds
     is asked of the library itself, and the walk stops at the first object it has: the
     cost follows the change, not the size of the collection. What the previously fetched
-    tree (``old_tree``) holds at the same paths is known to be held without asking."""
+    tree (``old_tree``) holds at the same paths is known to be held without asking, and
+    returned (refs, new shallow boundary, those held ids) for the closure check."""
     from dulwich.errors import NotGitRepository
 
     try:
@@ -132,7 +134,7 @@ def _local_pack(
         refs = {bytes(k): bytes(v) for k, v in source.get_refs().items()}
         wants = determine_wants({Ref(k): ObjectID(v) for k, v in refs.items()}, 1)
         if not wants:
-            return refs, set()
+            return refs, set(), set()
         objects = source.object_store
         tips = _peeled_commits(objects, wants)
         # Depth 1: the tips are shallow, so no history is walked (and no commit-graph read).
@@ -140,9 +142,10 @@ def _local_pack(
                                      shallow=set(tips), progress=progress)
         held = _Held(target)
         held.update(finder.sha_done)
+        known: set[bytes] = set()
         for tip in tips:
-            held.update(ObjectID(sha) for sha in _unchanged_entries(
-                _commit(objects, tip).tree, old_tree, objects, target))
+            known |= _unchanged_entries(_commit(objects, tip).tree, old_tree, objects, target)
+        held.update(ObjectID(sha) for sha in known)
         finder.sha_done = held
         object_ids = [sha for sha, _ in finder]
         # Each object is read by id (dulwich's write_pack_from_container would decompress
@@ -150,7 +153,7 @@ def _local_pack(
         write_pack_data(spool, (full_unpacked_object(objects[sha]) for sha in object_ids),
                         num_records=len(object_ids), object_format=source.object_format)
         shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
-    return refs, shallow
+    return refs, shallow, known
 
 
 def _remote_pack(
@@ -233,16 +236,17 @@ def _commit(objects: Any, sha: ObjectID) -> Commit:
 
 
 def _check_closed(store: GitStore, pack: Pack, shallow: set[bytes],
-                  old_tree: ObjectID | None = None) -> None:
+                  old_tree: ObjectID | None = None, known: set[bytes] | None = None) -> None:
     """Every object of the new pack names objects the library now holds. The library held
     whole trees before (this check ran on every earlier fetch), so checking what the pack
     names is checking the fetched tip; and what a tree of the pack names that the tree at
     its path in the previously fetched tip (``old_tree``) names too was held before, so
-    only what changed is looked up (an item changed of 1,000 is not 1,000 lookups)."""
+    only what changed is looked up (an item changed of 1,000 is not 1,000 lookups).
+    ``known``: those ids, when the local finder has compared the same trees already."""
     objects = store.dulwich_repo.object_store
     in_pack = {bytes(sha) for sha in pack}
-    held: set[bytes] = set()
-    if old_tree is not None:
+    held: set[bytes] = known if known is not None else set()
+    if old_tree is not None and known is None:
         for obj in pack.iterobjects():
             if isinstance(obj, Commit) and len(held) < _MAX_HELD:
                 held |= _unchanged_entries(obj.tree, old_tree, pack, objects)

@@ -377,10 +377,9 @@ CASES = [
 
 # A hostile upstream item is skipped, by update's rule (docs/sources.md): the update
 # succeeds for the rest, names the item and the reason, and never installs the content.
+# Content git itself accepts (measured: `git fsck --strict` of an upstream holding each
+# exits 0) but librarian does not admit: the item is skipped, the rest installed.
 UPSTREAM_CASES = [
-    ("update-git~1-in-item", lambda up: up.put("skills/ok/git~1/x", b"x"), "git~1"),
-    ("update-zwnj-upstream-dir", lambda up: up.skill(f"skills/.g{ZWNJ}it/evil", name="evil"),
-     ".git"),
     ("update-case-collision",
      lambda up: up.put("skills/ok/Notes.md", b"a").put("skills/ok/notes.md", b"b"), "one name"),
     ("update-bomb", lambda up: up.put(
@@ -405,12 +404,41 @@ def test_hostile_upstream_content_is_never_installed(
     listing = git(library, "ls-tree", "-r", "--name-only", "-z", "HEAD").stdout.decode()
     assert not any("git~1" in path or ZWNJ in path or "notes.md" in path
                    or "c.ini" in path or "aux" in path for path in listing.split("\0"))
-    # What the library's branch holds is clean for git (a clone checks every object it
-    # receives). The fetched upstream objects stay in the object store under
-    # refs/librarian/sources/, where a local `git fsck` still sees them (docs/sources.md).
+    # Everything in the object store, the fetched upstream objects included, is clean for
+    # git, and so is a clone (which checks every object it receives).
+    fsck = git(library, "fsck", "--strict", "--no-dangling", check=False)
+    assert fsck.returncode == 0, fsck.stderr.decode()
     clone = git(tmp_path, "-c", "transfer.fsckObjects=true", "clone", "-q", "--no-local",
                 str(library), str(tmp_path / "clone"), check=False)
     assert clone.returncode == 0, clone.stderr.decode()
+
+
+# Paths git itself refuses (`git fsck --strict` of an upstream holding each fails with
+# hasDotgit): the whole fetch is refused, as a clone with fsck checks or a checkout would
+# refuse the repository; nothing is kept (tests/test_quarantine.py has every spelling).
+REFUSED_UPSTREAM_CASES = [
+    ("update-git~1-in-item", lambda up: up.put("skills/ok/git~1/x", b"x"),
+     "upstream holds skills/ok/git~1, a path git refuses (fsck hasDotgit)"),
+    ("update-zwnj-upstream-dir", lambda up: up.skill(f"skills/.g{ZWNJ}it/evil", name="evil"),
+     "upstream holds skills/.g\\u200cit, a path git refuses (fsck hasDotgit)"),
+]
+
+
+@pytest.mark.parametrize(("change", "mentions"), [c[1:] for c in REFUSED_UPSTREAM_CASES],
+                         ids=[c[0] for c in REFUSED_UPSTREAM_CASES])
+def test_an_upstream_git_refuses_is_refused_whole(
+        change: Callable[[Upstream], object], mentions: str, library: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ctx = Ctx(library, tmp_path / "src", tmp_path / "outside", tmp_path)
+    args = _update_with(change)(ctx)
+    before = library_state(library)
+    result = run_main(capsys, "--library", str(library), *args)
+    assert result.code == 2, result.out
+    line = assert_one_error_line(result.err)
+    assert f"source team: {mentions}; nothing was fetched" in line, line
+    assert library_state(library) == before
+    fsck = git(library, "fsck", "--strict", "--no-dangling", check=False)
+    assert fsck.returncode == 0, fsck.stderr.decode()
 
 
 def _make_up(ctx: Ctx) -> Path:

@@ -35,6 +35,7 @@ from librarian.ops.revisions import retire
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
 from librarian.store.library import Library
+from librarian.store.quarantine import PREFIX as QUARANTINE
 
 KILLER = Path(__file__).with_name("killer.py")
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
@@ -147,6 +148,11 @@ def _leftovers(library: Path, allowed: set[str]) -> list[str]:
     found += [str(p.relative_to(git_dir)) for p in git_dir.rglob("*.lock")
               if "librarian" not in p.parts]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").rglob("tmp*")]
+    found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").glob(
+        f"{QUARANTINE}*")]  # a fetch's quarantine (store/quarantine.py)
+    packs = git_dir / "objects" / "pack"
+    found += [str(p.relative_to(git_dir)) for p in packs.glob("*.pack")
+              if not p.with_suffix(".idx").exists()]  # a pack moved in without its index
     return found
 
 

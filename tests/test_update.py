@@ -270,7 +270,7 @@ def test_hostile_upstream_items_are_skipped_with_reasons(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     upstream.skill("skills/linked").put("skills/linked/evil", b"/etc/passwd", MODE_LINK)
-    upstream.put("escape/../SKILL.md", b"---\nname: x\n---\n")
+    # (a '..' name is refused with the whole fetch: tests/test_quarantine.py)
     upstream.skill("skills/leaky").put("skills/leaky/.env", b"TOKEN=abc\n")
     upstream.skill("skills/keys").put(
         "skills/keys/id_rsa", b"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY"
@@ -286,7 +286,6 @@ def test_hostile_upstream_items_are_skipped_with_reasons(
     assert result.code == 0, result.err
     skipped = {s["path"]: " ".join(s["problems"]) for s in result.json["plans"][0]["skipped"]}
     assert "symbolic link" in skipped["skills/linked"]
-    assert "escape/.." in skipped
     assert "secret" in skipped["skills/leaky"]
     assert "secret" in skipped["skills/keys"]
     assert "limit per file" in skipped["skills/huge"]

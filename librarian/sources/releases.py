@@ -82,7 +82,7 @@ def fetch_source(store: GitStore, name: str, source: SourceConfig,
     have = store.ref(source_ref(name))
     if not source.trust:
         return fetch_ref(store, source.url, source.ref, into=source_ref(name), have=have,
-                         progress=progress), None
+                         progress=progress, source=name), None
     from librarian.trust.policy import check_succession, trusted_keys, verify_release
     from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_version
 
@@ -101,7 +101,7 @@ def fetch_source(store: GitStore, name: str, source: SourceConfig,
     version = max(tags)
     ref_name = release_tag_name(version)
     fetched = fetch_ref(store, source.url, "refs/tags/" + ref_name, into=source_ref(name),
-                        have=have, progress=progress)
+                        have=have, progress=progress, source=name)
     raw = tag_bytes(store, tags[version])
     if raw is None:
         raise TrustError(f"source {name!r}: {ref_name} refused: it is a lightweight tag, not a "

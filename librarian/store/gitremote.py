@@ -15,7 +15,7 @@ from dulwich.refs import Ref
 
 from librarian.errors import ConflictError, LibrarianError, UsageError
 from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.transfer import transfer
+from librarian.store.transfer import RefusedPack, transfer
 
 SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
 SCHEMES = frozenset({"file", "git", "http", "https", *SSH_SCHEMES})  # what dulwich speaks
@@ -165,6 +165,7 @@ def fetch_ref(
     into: bytes,
     have: ObjectId | None,
     progress: Callable[[str], None] | None = None,
+    source: str | None = None,
 ) -> FetchResult:
     """Fetch ``ref`` of the repository at ``url`` into this object store and point the local
     ref ``into`` at it: the tip only (depth 1), with ``have`` (the previously fetched
@@ -172,7 +173,8 @@ def fetch_ref(
     never the upstream's or the library's history (``transfer``). Every dulwich/transport
     failure becomes a LibrarianError with the URL's credentials stripped: exit 2 for a bad
     URL, a missing repository or ref, or an incomplete upstream; exit 3 when the server
-    cannot be reached."""
+    cannot be reached. A pack holding an object git refuses (``transfer.RefusedPack``) is
+    refused whole, named after ``source`` (the subscription's name) when given."""
     from dulwich.client import (
         HTTPProxyUnauthorized,
         HTTPUnauthorized,
@@ -199,6 +201,8 @@ def fetch_ref(
     try:
         client, path = get_transport_and_path(url, quiet=progress is None)
         result = transfer(store, client, path, determine_wants, have, _Progress(progress))
+    except RefusedPack as exc:
+        raise RefusedPack(exc.finding, f"source {source}" if source else shown) from None
     except LibrarianError:
         raise
     except (NotGitRepository, HTTPUnauthorized, HTTPProxyUnauthorized) as exc:

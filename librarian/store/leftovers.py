@@ -11,6 +11,9 @@ proves librarian made it:
   dulwich's while it writes a loose object or a pack (git's own are ``tmp_obj_*``,
   ``tmp_pack_*`` and ``tmp_idx_*``); and ``.git/refs/librarian/**/*.lock``: refs only
   librarian moves.
+- ``.git/objects/incoming-librarian-*/``: a fetch's quarantine (``store.quarantine``; git's
+  own is ``tmp_objdir-incoming-*``), with a pack it had moved into ``objects/pack`` while
+  its index was still in the quarantine.
 - ``.git/<branch>.lock`` holding nothing or the journal's new commit: the compare-and-swap
   of a journaled transaction, killed between taking git's lock and renaming it.
 - ``.git/index.lock`` holding ``HELD_INDEX``: taken by ``apply.hold_index`` before the
@@ -29,6 +32,7 @@ from pathlib import Path
 from librarian.core.resources import hooks_dir
 from librarian.store.journal import Journal
 from librarian.store.library import Library
+from librarian.store.quarantine import sweep
 
 #: Written by ``apply`` around the index splice: the transaction id.
 INDEX_MARKER = "index-splice"
@@ -69,7 +73,7 @@ def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:
         with contextlib.suppress(OSError):
             if marker.read_text().strip() == journal.tx and (git_dir / "index.lock").is_file():
                 found.append(git_dir / "index.lock")
-    removed = []
+    removed = [p.relative_to(git_dir).as_posix() for p in sweep(git_dir / "objects")]
     for path in found:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

@@ -8,16 +8,19 @@ shallow support is fetched in full. A repository on this machine is read with du
 own ``MissingObjectFinder``, told what the library holds (dulwich's local transport drops
 the haves of a shallow request and would resend the whole tip).
 
-The pack is received into an unnamed spool, indexed into ``objects/pack`` and checked:
-every object it holds must name objects that are in the library (a commit's parents
-unless it is a new shallow boundary). Only then are the shallow boundary and, by the
-caller, the ref written; a fetch that fails for any reason removes every file it created,
-so the object store is byte-identical to before.
+The pack is received into an unnamed spool and indexed into a quarantine
+(``store.quarantine``), where it is judged before anything in the library sees it: every
+object must pass git's own fsck rules (``store.fsck``: no tree entry git would read as
+``.git``, no ``..``, well-formed commits and tags…), and every object it holds must name
+objects that are in the library or the pack (a commit's parents unless it is a new shallow
+boundary). A pack that fails is refused whole (``RefusedPack``) and deleted with its
+quarantine; one that passes is moved into ``objects/pack``, and only then are the shallow
+boundary and, by the caller, the ref written. A fetch that fails for any reason removes
+every file it created, so the object store is byte-identical to before.
 """
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import closing
@@ -26,16 +29,19 @@ from pathlib import Path
 from tempfile import SpooledTemporaryFile
 from typing import IO, Any
 
+from dulwich.errors import ObjectFormatException
 from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, ShaFile, Tag, Tree
-from dulwich.pack import Pack, full_unpacked_object, write_pack_data
+from dulwich.objects import Commit, ObjectID, ShaFile, Tag, Tree, sha_to_hex
+from dulwich.pack import Pack, UnpackedObjectIterator, full_unpacked_object, write_pack_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from librarian.core.fsutil import fsync_dir
 from librarian.errors import UsageError
 
+from . import fsck
+from .fsck import Finding, Judge
 from .gitstore import GitStore, ObjectId
+from .quarantine import Quarantine
 
 DetermineWants = Callable[..., list[ObjectID]]
 ProgressBytes = Callable[[bytes], None]
@@ -54,6 +60,19 @@ class IncompleteSource(UsageError):
     """The source's objects do not add up (an object it names was not sent)."""
 
 
+class RefusedPack(UsageError):
+    """The source sent an object git itself refuses (``git fsck --strict`` would report
+    it): the whole fetch is refused and nothing it sent is kept."""
+
+    def __init__(self, finding: Finding, label: str = "the source") -> None:
+        super().__init__(
+            f"{label}: upstream holds {finding.describe()}; nothing was fetched",
+            hint="git refuses such a repository too (a clone with fsck checks, a checkout); "
+            "fix it upstream, or pin the source's ref to a commit without it; the library "
+            "is unchanged")
+        self.finding = finding
+
+
 def transfer(
     store: GitStore,
     client: Any,
@@ -63,51 +82,74 @@ def transfer(
     progress: ProgressBytes | None,
 ) -> Transfer:
     """Fetch what ``determine_wants`` picks from ``client``/``path`` into ``store``."""
-    from dulwich.client import LocalGitClient
-
     repo = store.dulwich_repo
     if have is not None and ObjectID(have) not in repo.object_store:
         have = None
-    old_tree = _tree_of(repo.object_store, have)
+    objects_dir = Path(str(repo.object_store.path))
     before = _object_files(store)
     spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES, prefix="incoming-",
-                                 dir=str(repo.object_store.path))
-    known: set[bytes] | None = None  # held entries the local finder found already
+                                 dir=str(objects_dir))
     try:
-        if isinstance(client, LocalGitClient):
-            try:
-                refs, shallow, known = _local_pack(path, determine_wants, repo.object_store,
-                                                   spool, progress, old_tree)
-            except KeyError as exc:
-                raise IncompleteSource(
-                    f"the repository at {path} lacks object {_shown(exc)}, which it names",
-                    hint="the upstream repository is damaged or incomplete; nothing was "
-                    "changed") from None
-        else:
-            refs, shallow = _remote_pack(store, client, path, determine_wants, have, spool,
-                                         progress)
-        fetched = spool.tell() > _EMPTY_PACK
-        if fetched:
-            spool.seek(0)
-            try:
-                pack = repo.object_store.add_thin_pack(spool.read, None)
-            except KeyError as exc:  # a delta against an object the library lacks
-                raise IncompleteSource(
-                    f"the source sent a delta against {_shown(exc)}, which the library "
-                    "does not hold", hint="try again; nothing was changed") from None
-            try:
-                _check_closed(store, pack, shallow, old_tree, known)
-            finally:
-                pack.close()
-            _fsync_new_packs(store, before)
-            if shallow:
-                repo.update_shallow({ObjectID(s) for s in shallow}, None)
+        with Quarantine(objects_dir, repo.object_store.object_format) as quarantine:
+            refs, shallow, fetched = _receive(store, quarantine, client, path,
+                                              determine_wants, have, spool, progress)
+        if shallow:
+            store.dulwich_repo.update_shallow({ObjectID(x) for x in shallow}, None)
     except BaseException:
         _remove_new_files(store, before)
         raise
     finally:
         spool.close()
     return Transfer(refs, fetched)
+
+
+def _receive(
+    store: GitStore,
+    quarantine: Quarantine,
+    client: Any,
+    path: str,
+    determine_wants: DetermineWants,
+    have: ObjectId | None,
+    spool: Any,
+    progress: ProgressBytes | None,
+) -> tuple[dict[bytes, bytes], set[bytes], bool]:
+    """The source's refs, its new shallow boundary and whether objects came; the pack is
+    received into ``quarantine``, judged, and admitted only when it passes."""
+    from dulwich.client import LocalGitClient
+
+    objects = store.dulwich_repo.object_store
+    old_tree = _tree_of(objects, have)
+    known: set[bytes] | None = None  # held entries the local finder found already
+    if isinstance(client, LocalGitClient):
+        try:
+            refs, shallow, known = _local_pack(path, determine_wants, objects, spool,
+                                               progress, old_tree)
+        except KeyError as exc:
+            raise IncompleteSource(
+                f"the repository at {path} lacks object {_shown(exc)}, which it names",
+                hint="the upstream repository is damaged or incomplete; nothing was "
+                "changed") from None
+    else:
+        refs, shallow = _remote_pack(store, client, path, determine_wants, have, spool,
+                                     progress)
+    if spool.tell() <= _EMPTY_PACK:
+        return refs, shallow, False
+    spool.seek(0)
+    try:
+        pack = quarantine.receive(spool.read)
+    except KeyError as exc:  # a delta against an object the library lacks
+        raise IncompleteSource(
+            f"the source sent a delta against {_shown(exc)}, which the library "
+            "does not hold", hint="try again; nothing was changed") from None
+    except ObjectFormatException as exc:  # dulwich cannot even parse an object
+        raise RefusedPack(Finding("badObject", "object", "", detail=_line(exc))) from None
+    try:
+        _judge(store, pack)
+        _check_closed(store, pack, shallow, old_tree, known)
+    finally:
+        pack.close()
+    quarantine.admit()
+    return refs, shallow, True
 
 
 def _local_pack(
@@ -224,6 +266,10 @@ class _Held(set[ObjectID]):
         return set.__contains__(self, sha) or sha in self._target
 
 
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
 def _shown(exc: KeyError) -> str:
     key = exc.args[0] if exc.args else b"?"
     return key.decode("ascii", "replace") if isinstance(key, bytes) else str(key)
@@ -235,9 +281,33 @@ def _commit(objects: Any, sha: ObjectID) -> Commit:
     return obj
 
 
+def _judge(store: GitStore, pack: Pack) -> None:
+    """Every object of the quarantined pack by git's fsck rules, each read once (raw, as
+    git reads it); a RefusedPack for the first that fails."""
+    judge = Judge()
+    for unpacked in UnpackedObjectIterator.for_pack_data(pack.data):
+        kind = unpacked.obj_type_num
+        if kind in (fsck.TREE, fsck.COMMIT, fsck.TAG) and unpacked.obj_chunks is not None:
+            judge.add(kind, sha_to_hex(unpacked.sha()), b"".join(unpacked.obj_chunks))
+    objects = store.dulwich_repo.object_store
+
+    def read(sha: bytes) -> tuple[int, bytes] | None:
+        for where in (pack, objects):
+            try:
+                return where.get_raw(ObjectID(sha))
+            except KeyError:
+                continue
+        return None
+
+    judge.finish(read)
+    finding = judge.first()
+    if finding is not None:
+        raise RefusedPack(finding)
+
+
 def _check_closed(store: GitStore, pack: Pack, shallow: set[bytes],
                   old_tree: ObjectID | None = None, known: set[bytes] | None = None) -> None:
-    """Every object of the new pack names objects the library now holds. The library held
+    """Every object of the new pack names objects the library or the pack holds. The library held
     whole trees before (this check ran on every earlier fetch), so checking what the pack
     names is checking the fetched tip; and what a tree of the pack names that the tree at
     its path in the previously fetched tip (``old_tree``) names too was held before, so
@@ -331,15 +401,3 @@ def _object_files(store: GitStore) -> set[str]:
 def _remove_new_files(store: GitStore, before: set[str]) -> None:
     for name in sorted(_object_files(store) - before):
         Path(name).unlink(missing_ok=True)
-
-
-def _fsync_new_packs(store: GitStore, before: set[str]) -> None:
-    """Fetched packs must be on disk before a ref names what they hold."""
-    pack_dir = Path(str(store.dulwich_repo.object_store.path)) / "pack"
-    for name in sorted(_object_files(store) - before):
-        fd = os.open(name, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    fsync_dir(pack_dir)

@@ -1,0 +1,396 @@
+"""git fsck's object rules for what a fetch received, so a hostile pack is refused whole.
+
+A port of the checks ``git fsck --strict`` makes on each object (``fsck.c``: ``fsck_tree``,
+``fsck_commit``, ``fsck_tag``, ``fsck_ident``, ``verify_headers``, and the ``.gitmodules``
+and ``.gitattributes`` blob checks of ``fsck_blob``), as git 2.39 reports them: errors,
+and warnings (``--strict`` makes them errors). Git's ``info`` messages (``badFilemode``,
+a symlinked ``.gitignore``, ``gitmodulesParse``, ``badTagName``…) are not failures and are
+not reported here; what librarian itself does not admit (symlinks, case collisions,
+Windows names) is an item rule (``sources.upstream``), not a refusal of the whole source.
+
+``Judge`` is fed each object of the quarantined pack once (raw bytes, so a tree's
+duplicate or unsorted entries are seen as git sees them), remembers only the subtrees of
+new trees, and at the end names the first offending path under the fetched commits.
+
+Pure over bytes (a ``.gitmodules`` is read with dulwich's config parser); imports only
+``core.gitpaths``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from dulwich.config import ConfigFile
+
+from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
+
+TREE, COMMIT, TAG, BLOB = 2, 1, 4, 3
+_HEX = re.compile(rb"[0-9a-fA-F]{40}")
+_NULL_SHA = b"\0" * 20
+_DIR, _LINK, _GITLINK = 0o040000, 0o120000, 0o160000
+_TYPES = frozenset({b"commit", b"tree", b"blob", b"tag"})
+ATTR_MAX_LINE_LENGTH = 2048  # attr.h
+ATTR_MAX_FILE_SIZE = 100 * 1024 * 1024
+_MAX_TIMESTAMP = 2**63 - 1  # date_overflows: must fit a signed 64-bit time_t
+
+#: Reasons shown for each tree rule (the fsck message id is shown beside it).
+_PATH_RULES = frozenset({"fullPathname", "emptyName", "hasDot", "hasDotdot", "hasDotgit"})
+_REASONS = {
+    "zeroPaddedFilemode": "an entry with a zero-padded file mode",
+    "nullSha1": "an entry naming the null object id",
+    "duplicateEntries": "a name twice in one tree",
+    "treeNotSorted": "a tree whose entries are not in git's order",
+    "badTree": "a tree that cannot be parsed",
+    "gitmodulesSymlink": ".gitmodules as a symbolic link",
+    "gitmodulesBlob": ".gitmodules that is not a file",
+    "gitmodulesName": "a .gitmodules naming a submodule with '..' or no name",
+    "gitmodulesUrl": "a .gitmodules with a submodule URL git refuses",
+    "gitmodulesPath": "a .gitmodules with a submodule path starting with '-'",
+    "gitmodulesUpdate": "a .gitmodules with an `update = !command`",
+    "gitattributesBlob": ".gitattributes that is not a file",
+    "gitattributesLarge": "a .gitattributes over 100 MiB",
+    "gitattributesLineLength": "a .gitattributes with a line of 2048 bytes or more",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One object git refuses: ``check`` is fsck's message id (``hasDotgit``…)."""
+
+    check: str
+    kind: str  # tree, commit, tag
+    sha: str  # the offending object
+    name: str = ""  # the tree entry's name (empty for a commit or a tag)
+    path: str | None = None  # the entry's path under the fetched commit, when reached
+    detail: str = ""
+
+    def describe(self) -> str:
+        """``skills/ok/git~1, a path git refuses (fsck hasDotgit)`` and the like."""
+        if self.check == "badObject":
+            return f"an object that cannot be parsed ({self.detail})"
+        if self.kind != "tree":
+            return (f"{self.kind} {self.sha[:12]}, which git refuses as malformed "
+                    f"({self.detail}; fsck {self.check})")
+        where = visible(self.path) if self.path is not None else (
+            f"{visible(self.name)!r} in tree {self.sha[:12]}")
+        if self.check in _PATH_RULES:
+            return f"{where}, a path git refuses (fsck {self.check})"
+        return f"{where}, {_REASONS.get(self.check, self.check)}, which git refuses " \
+               f"(fsck {self.check})"
+
+
+class Judge:
+    """Feeds on the objects of one pack; ``first`` gives the first Finding, or None."""
+
+    def __init__(self) -> None:
+        self._tree_findings: dict[bytes, Finding] = {}  # by hex tree id
+        self._other: list[Finding] = []
+        self._subtrees: dict[bytes, list[tuple[str, bytes]]] = {}
+        self._roots: list[bytes] = []
+        self._gitmodules: dict[bytes, tuple[bytes, str]] = {}  # blob -> (tree, name)
+        self._gitattributes: dict[bytes, tuple[bytes, str]] = {}
+
+    def add(self, type_num: int, sha: bytes, raw: bytes) -> None:
+        if type_num == TREE:
+            self._tree(sha, raw)
+        elif type_num == COMMIT:
+            problem = commit_problem(raw)
+            tree = raw[5:45] if raw.startswith(b"tree ") else b""
+            if _HEX.fullmatch(tree):
+                self._roots.append(tree.lower())
+            if problem is not None:
+                self._other.append(Finding(problem[0], "commit", sha.decode(),
+                                           detail=problem[1]))
+        elif type_num == TAG:
+            problem = tag_problem(raw)
+            if problem is not None:
+                self._other.append(Finding(problem[0], "tag", sha.decode(), detail=problem[1]))
+
+    def finish(self, read: Callable[[bytes], tuple[int, bytes] | None]) -> None:
+        """Check the blobs new trees name as ``.gitmodules`` / ``.gitattributes`` (wherever
+        they are stored: ``read`` gives (type, raw) or None when the object is absent)."""
+        for blobs, check in ((self._gitmodules, _gitmodules_problem),
+                             (self._gitattributes, _gitattributes_problem)):
+            for blob, (tree, name) in blobs.items():
+                if tree in self._tree_findings:
+                    continue
+                found = read(blob)
+                if found is None:
+                    continue  # the closure check names what was not sent
+                problem = check(found)
+                if problem is not None:
+                    self._tree_findings[tree] = Finding(problem, "tree", tree.decode(), name)
+
+    def first(self) -> Finding | None:
+        """The first finding in path order under the fetched commits; then commits and
+        tags; then a tree no fetched commit reaches (named by its id)."""
+        if not self._tree_findings and not self._other:
+            return None
+        seen: set[bytes] = set()
+        for root in self._roots:
+            found = self._walk(root, "", seen)
+            if found is not None:
+                return found
+        if self._other:
+            return self._other[0]
+        return next(iter(self._tree_findings.values()))
+
+    def _walk(self, root: bytes, prefix: str, seen: set[bytes]) -> Finding | None:
+        stack = [(root, prefix)]
+        while stack:
+            sha, where = stack.pop()
+            if sha in seen:
+                continue
+            seen.add(sha)
+            finding = self._tree_findings.get(sha)
+            if finding is not None:
+                return Finding(finding.check, "tree", finding.sha, finding.name,
+                               where + finding.name, finding.detail)
+            children = self._subtrees.get(sha, [])
+            stack.extend((child, f"{where}{name}/") for name, child in reversed(children))
+        return None
+
+    def _tree(self, sha: bytes, raw: bytes) -> None:
+        subtrees: list[tuple[str, bytes]] = []
+        problem: tuple[str, str] | None = None
+        try:
+            entries = list(tree_entries(raw))
+        except ValueError:
+            entries, problem = [], ("badTree", "")
+        names: set[bytes] = set()
+        previous: bytes | None = None
+        for mode_text, name, child in entries:
+            mode = int(mode_text, 8)
+            shown = name.decode("utf-8", "surrogateescape")
+            found = _entry_problem(mode_text, mode, name, shown, child)
+            key = name + b"/" if mode & 0o170000 == _DIR else name
+            if found is None and name in names:
+                found = "duplicateEntries"
+            elif found is None and previous is not None and key <= previous:
+                found = "treeNotSorted"
+            names.add(name)
+            previous = key
+            if found is not None and problem is None:
+                problem = (found, shown)
+            hexsha = child.hex().encode()
+            if mode & 0o170000 == _DIR:
+                subtrees.append((shown, hexsha))
+            if mode != _LINK and any(_is_special(piece, "gitmodules", "gi7eba")
+                                     for piece in _pieces(shown)):
+                self._gitmodules.setdefault(hexsha, (sha, shown))
+            if mode != _LINK and _is_special(shown, "gitattributes", "gi7d29"):
+                self._gitattributes.setdefault(hexsha, (sha, shown))
+        if subtrees:
+            self._subtrees[sha] = subtrees
+        if problem is not None:
+            self._tree_findings[sha] = Finding(problem[0], "tree", sha.decode(), problem[1])
+
+
+def tree_entries(raw: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:
+    """(mode text, name, 20-byte id) of each entry, as written; ValueError when the tree
+    cannot be parsed (git's ``decode_tree_entry``: a mode of octal digits, a NUL)."""
+    pos = 0
+    while pos < len(raw):
+        space = raw.find(b" ", pos)
+        nul = raw.find(b"\0", space + 1) if space >= 0 else -1
+        mode = raw[pos:space]
+        if space < 0 or nul < 0 or not mode or mode.strip(b"01234567"):
+            raise ValueError("malformed tree entry")
+        sha = raw[nul + 1 : nul + 21]
+        if len(sha) != 20:
+            raise ValueError("truncated tree entry")
+        yield mode, raw[space + 1 : nul], sha
+        pos = nul + 21
+
+
+def _entry_problem(mode_text: bytes, mode: int, name: bytes, shown: str,
+                   child: bytes) -> str | None:
+    if b"/" in name:
+        return "fullPathname"
+    if not name:
+        return "emptyName"
+    if name == b".":
+        return "hasDot"
+    if name == b"..":
+        return "hasDotdot"
+    if is_dotgit_name(shown):
+        return "hasDotgit"
+    if mode_text.startswith(b"0"):
+        return "zeroPaddedFilemode"
+    if child == _NULL_SHA:
+        return "nullSha1"
+    if mode == _LINK and any(_is_special(piece, "gitmodules", "gi7eba")
+                             for piece in _pieces(shown)):
+        return "gitmodulesSymlink"
+    return None
+
+
+def _pieces(name: str) -> Iterable[str]:
+    """The name, and each part after a backslash (a separator on Windows)."""
+    yield name
+    yield from name.split("\\")[1:]
+
+
+def _is_special(name: str, dotname: str, short: str) -> bool:
+    """git's is_hfs_dot<name> / is_ntfs_dot<name> (``.gitmodules``, ``.gitattributes``)."""
+    return is_hfs_dot(name, dotname) or is_ntfs_dot_generic(name, dotname, short)
+
+
+def _gitmodules_problem(found: tuple[int, bytes]) -> str | None:
+    type_num, data = found
+    if type_num != BLOB:
+        return "gitmodulesBlob"
+    try:
+        config = ConfigFile.from_file(io.BytesIO(data))
+    except Exception:  # noqa: BLE001 - git only notes an unparsable one (gitmodulesParse)
+        return None
+    for section in config.sections():
+        if len(section) != 2 or section[0].lower() != b"submodule":
+            continue
+        if not _submodule_name_ok(section[1]):
+            return "gitmodulesName"
+        for key, value in config.items(section):
+            key = key.lower()
+            if key == b"url" and not _submodule_url_ok(value):
+                return "gitmodulesUrl"
+            if key == b"path" and value.startswith(b"-"):
+                return "gitmodulesPath"
+            if key == b"update" and value.startswith(b"!"):
+                return "gitmodulesUpdate"
+    return None
+
+
+def _submodule_name_ok(name: bytes) -> bool:
+    """submodule.c check_submodule_name: not empty, no ``..`` component (``/`` or ``\\``)."""
+    return bool(name) and b".." not in re.split(rb"[/\\]", name)
+
+
+def _submodule_url_ok(url: bytes) -> bool:
+    """submodule-config.c check_submodule_url, in the parts that matter for safety: no
+    option for a command line, no newline once URL-decoded."""
+    if url.startswith(b"-"):
+        return False
+    decoded = re.sub(rb"%([0-9a-fA-F]{2})", lambda m: bytes([int(m.group(1), 16)]), url)
+    return b"\n" not in decoded
+
+
+def _gitattributes_problem(found: tuple[int, bytes]) -> str | None:
+    type_num, data = found
+    if type_num != BLOB:
+        return "gitattributesBlob"
+    if len(data) > ATTR_MAX_FILE_SIZE:
+        return "gitattributesLarge"
+    text = data.split(b"\0", 1)[0]
+    if any(len(line) >= ATTR_MAX_LINE_LENGTH for line in text.split(b"\n")):
+        return "gitattributesLineLength"
+    return None
+
+
+def commit_problem(raw: bytes) -> tuple[str, str] | None:
+    """fsck_commit: (message id, what) for the first rule the commit breaks, or None."""
+    header = _header_problem(raw)
+    if header is not None:
+        return header
+    lines = iter(raw.split(b"\n"))
+    line = next(lines)
+    if not line.startswith(b"tree "):
+        return "missingTree", "no tree line"
+    if not _HEX.fullmatch(line[5:]):
+        return "badTreeSha1", "a bad tree id"
+    line = next(lines, b"")
+    while line.startswith(b"parent "):
+        if not _HEX.fullmatch(line[7:]):
+            return "badParentSha1", "a bad parent id"
+        line = next(lines, b"")
+    authors = 0
+    while line.startswith(b"author "):
+        authors += 1
+        problem = ident_problem(line[7:])
+        if problem is not None:
+            return problem
+        line = next(lines, b"")
+    if authors != 1:
+        return ("missingAuthor", "no author") if not authors else (
+            "multipleAuthors", "several authors")
+    if not line.startswith(b"committer "):
+        return "missingCommitter", "no committer"
+    problem = ident_problem(line[10:])
+    if problem is not None:
+        return problem
+    if b"\0" in raw:
+        return "nulInCommit", "a NUL byte in the message"
+    return None
+
+
+def tag_problem(raw: bytes) -> tuple[str, str] | None:
+    """fsck_tag: (message id, what) for the first rule the tag breaks, or None (a missing
+    tagger or an odd tag name are only notes to git)."""
+    header = _header_problem(raw)
+    if header is not None:
+        return header
+    lines = raw.split(b"\n")
+    if not lines[0].startswith(b"object "):
+        return "missingObject", "no object line"
+    if not _HEX.fullmatch(lines[0][7:]):
+        return "badObjectSha1", "a bad object id"
+    if len(lines) < 2 or not lines[1].startswith(b"type "):
+        return "missingTypeEntry", "no type line"
+    if len(lines) < 3:
+        return "missingType", "nothing after the type line"
+    if lines[1][5:] not in _TYPES:
+        return "badType", "an unknown object type"
+    if not lines[2].startswith(b"tag "):
+        return "missingTagEntry", "no tag line"
+    if len(lines) < 4:
+        return "missingTag", "nothing after the tag line"
+    if lines[3].startswith(b"tagger "):
+        return ident_problem(lines[3][7:])
+    return None
+
+
+def _header_problem(raw: bytes) -> tuple[str, str] | None:
+    """verify_headers: no NUL before the blank line; the last header line ends in LF."""
+    end = raw.find(b"\n\n")
+    header = raw if end < 0 else raw[:end]
+    if b"\0" in header:
+        return "nulInHeader", "a NUL byte in the header"
+    if end < 0 and not raw.endswith(b"\n"):
+        return "unterminatedHeader", "an unterminated header"
+    return None
+
+
+def ident_problem(ident: bytes) -> tuple[str, str] | None:
+    """fsck_ident over ``Name <email> 1234567890 +0000`` (the line, without its LF)."""
+    if ident.startswith(b"<"):
+        return "missingNameBeforeEmail", "an identity without a name"
+    match = re.match(rb"[^<>]*", ident)
+    p = match.end() if match else 0
+    if p < len(ident) and ident[p : p + 1] == b">":
+        return "badName", "a bad name"
+    if p >= len(ident):
+        return "missingEmail", "an identity without an email"
+    if ident[p - 1 : p] != b" ":
+        return "missingSpaceBeforeEmail", "no space before the email"
+    close = re.match(rb"[^<>]*", ident[p + 1 :])
+    q = p + 1 + (close.end() if close else 0)
+    if ident[q : q + 1] != b">":
+        return "badEmail", "a bad email"
+    rest = ident[q + 1 :]
+    if not rest.startswith(b" "):
+        return "missingSpaceBeforeDate", "no space before the date"
+    rest = rest[1:]
+    if rest.startswith(b"0") and rest[1:2] != b" ":
+        return "zeroPaddedDate", "a zero-padded date"
+    digits = re.match(rb"[0-9]*", rest)
+    count = digits.end() if digits else 0
+    if count and int(rest[:count]) > _MAX_TIMESTAMP:
+        return "badDateOverflow", "a date that overflows"
+    if not count or rest[count : count + 1] != b" ":
+        return "badDate", "a bad date"
+    zone = rest[count + 1 :]
+    if not re.fullmatch(rb"[+-][0-9]{4}", zone):
+        return "badTimezone", "a bad time zone"
+    return None

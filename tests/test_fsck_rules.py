@@ -1,0 +1,149 @@
+"""store.fsck agrees with `git fsck --strict`, object by object: each case writes raw
+objects into an empty repository with `git hash-object --literally`, and librarian's judge
+must refuse exactly when git's fsck fails (git's notes, such as badFilemode, are not
+failures)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import GIT, git
+
+from librarian.store.fsck import BLOB, COMMIT, TAG, TREE, Judge
+
+pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge")
+TYPES = {TREE: "tree", COMMIT: "commit", TAG: "tag", BLOB: "blob"}
+X = "587be6b4c3f93f93c489c0111bba5596147a26cb"  # the blob "x\n"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+IDENT = b"A U Thor <a@example.org> 1700000000 +0100"
+
+
+def entry(mode: bytes, name: bytes, sha: str = X) -> bytes:
+    return mode + b" " + name + b"\0" + bytes.fromhex(sha)
+
+
+def commit(*headers: bytes, message: bytes = b"m\n") -> bytes:
+    return b"".join(h + b"\n" for h in headers) + b"\n" + message
+
+
+def ok_commit(**kw: bytes) -> bytes:
+    return commit(b"tree " + EMPTY_TREE.encode(), b"author " + kw.get("author", IDENT),
+                  b"committer " + kw.get("committer", IDENT), message=kw.get("message", b"m\n"))
+
+
+def tag(*lines: bytes) -> bytes:
+    return b"".join(line + b"\n" for line in lines) + b"\nmsg\n"
+
+
+def named(content: bytes, name: bytes = b".gitmodules") -> list[tuple[int, Any]]:
+    """A blob, and a tree naming it ``name``."""
+    return [(BLOB, content), (TREE, lambda blob: entry(b"100644", name, blob))]
+
+
+GITMODULES = b'[submodule "a"]\n\tpath = a\n\turl = https://example.org/a.git\n'
+CASES: dict[str, list[tuple[int, Any]]] = {
+    "tree ok": [(TREE, entry(b"100644", b"a") + entry(b"40000", b"b", EMPTY_TREE))],
+    "tree 100664 (a note)": [(TREE, entry(b"100664", b"a"))],
+    "tree symlink, gitlink": [(TREE, entry(b"120000", b"a") + entry(b"160000", b"b"))],
+    "tree zero padded": [(TREE, entry(b"040000", b"a", EMPTY_TREE))],
+    "tree duplicate": [(TREE, entry(b"100644", b"a") + entry(b"100644", b"a"))],
+    "tree unsorted": [(TREE, entry(b"100644", b"b") + entry(b"100644", b"a"))],
+    "tree dir sorts as name/": [(TREE, entry(b"40000", b"a", EMPTY_TREE)
+                                 + entry(b"100644", b"a.b"))],
+    "tree file and dir one name": [(TREE, entry(b"100644", b"a")
+                                    + entry(b"40000", b"a", EMPTY_TREE))],
+    "tree null sha": [(TREE, entry(b"100644", b"a", "0" * 40))],
+    "tree .gitx": [(TREE, entry(b"100644", b".gitx"))],
+    "tree git~1 file": [(TREE, entry(b"100644", b"git~1"))],
+    "tree .Git dir": [(TREE, entry(b"40000", b".Git", EMPTY_TREE))],
+    "tree hfs .git": [(TREE, entry(b"40000", ".gi\u200ct".encode(), EMPTY_TREE))],
+    "tree ntfs stream": [(TREE, entry(b"40000", b".git::$INDEX_ALLOCATION", EMPTY_TREE))],
+    "tree .gitmodules ok": named(GITMODULES),
+    "tree .gitmodules symlink": [(TREE, entry(b"120000", b".gitmodules"))],
+    "tree GITMOD~1 symlink": [(TREE, entry(b"120000", b"GITMOD~1"))],
+    "tree .gitmodules url option": named(b'[submodule "a"]\n\tpath = a\n\turl = -oProxyCommand=evil\n', b".gitmodules"),
+    "tree .gitmodules name ..": named(b'[submodule "../../x"]\n\tpath = a\n\turl = https://e.org/a\n', b".gitmodules"),
+    "tree .gitmodules path option": named(b'[submodule "a"]\n\tpath = -x\n\turl = https://e.org/a\n', b".gitmodules"),
+    "tree .gitmodules update command": named(b'[submodule "a"]\n\tpath = a\n\tupdate = !rm -rf /\n', b".gitmodules"),
+    "tree .gitattributes long line": named(b"a" * 3000 + b" text\n", b".gitattributes"),
+    "tree .gitattributes ok": named(b"* -text\n", b".gitattributes"),
+    "tree .gitattributes symlink (a note)": [(TREE, entry(b"120000", b".gitattributes"))],
+    "commit ok": [(COMMIT, ok_commit())],
+    "commit with parent and extra header": [(COMMIT, commit(
+        b"tree " + EMPTY_TREE.encode(), b"parent " + b"1" * 40, b"author " + IDENT,
+        b"committer " + IDENT, b"encoding UTF-8"))],
+    "commit bad tz": [(COMMIT, ok_commit(author=b"A <a@b> 0 +00000"))],
+    "commit no tz": [(COMMIT, ok_commit(author=b"A <a@b> 0"))],
+    "commit zero padded date": [(COMMIT, ok_commit(author=b"A <a@b> 0123 +0000"))],
+    "commit date 0": [(COMMIT, ok_commit(author=b"A <a@b> 0 +0000"))],
+    "commit no space before email": [(COMMIT, ok_commit(author=b"A<a@b> 0 +0000"))],
+    "commit no name": [(COMMIT, ok_commit(author=b"<a@b> 0 +0000"))],
+    "commit bad email": [(COMMIT, ok_commit(author=b"A <a@b 0 +0000"))],
+    "commit no email": [(COMMIT, ok_commit(author=b"A 0 +0000"))],
+    "commit bad name": [(COMMIT, ok_commit(author=b"A > <a@b> 0 +0000"))],
+    "commit no space before date": [(COMMIT, ok_commit(author=b"A <a@b>0 +0000"))],
+    "commit date overflow": [(COMMIT, ok_commit(author=b"A <a@b> 99999999999999999999 +0000"))],
+    "commit no committer": [(COMMIT, commit(b"tree " + EMPTY_TREE.encode(),
+                                            b"author " + IDENT))],
+    "commit no author": [(COMMIT, commit(b"tree " + EMPTY_TREE.encode(),
+                                         b"committer " + IDENT))],
+    "commit two authors": [(COMMIT, commit(b"tree " + EMPTY_TREE.encode(), b"author " + IDENT,
+                                           b"author " + IDENT, b"committer " + IDENT))],
+    "commit bad tree id": [(COMMIT, commit(b"tree 123", b"author " + IDENT,
+                                           b"committer " + IDENT))],
+    "commit bad parent id": [(COMMIT, commit(b"tree " + EMPTY_TREE.encode(), b"parent x",
+                                             b"author " + IDENT, b"committer " + IDENT))],
+    "commit nul in message": [(COMMIT, ok_commit(message=b"m\0x\n"))],
+    "commit no body": [(COMMIT, b"tree " + EMPTY_TREE.encode() + b"\nauthor " + IDENT
+                        + b"\ncommitter " + IDENT + b"\n")],
+    "tag ok": [(TAG, tag(b"object " + X.encode(), b"type blob", b"tag v1", b"tagger " + IDENT))],
+    "tag no tagger (a note)": [(TAG, tag(b"object " + X.encode(), b"type blob", b"tag v1"))],
+    "tag bad name (a note)": [(TAG, tag(b"object " + X.encode(), b"type blob", b"tag a..b",
+                                        b"tagger " + IDENT))],
+    "tag bad type": [(TAG, tag(b"object " + X.encode(), b"type nope", b"tag v1",
+                               b"tagger " + IDENT))],
+    "tag no tag line": [(TAG, tag(b"object " + X.encode(), b"type blob",
+                                  b"tagger " + IDENT))],
+    "tag bad tagger": [(TAG, tag(b"object " + X.encode(), b"type blob", b"tag v1",
+                                 b"tagger A <a@b> 0 +000"))],
+    "tag bad object id": [(TAG, tag(b"object xyz", b"type blob", b"tag v1",
+                                    b"tagger " + IDENT))],
+}
+
+
+def _write(repo: Path, type_num: int, raw: bytes) -> str:
+    out = subprocess.run([GIT or "git", "hash-object", "--literally", "-w", "--stdin", "-t",
+                          TYPES[type_num]], cwd=repo, input=raw, capture_output=True,
+                         check=True)
+    return out.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_judge_refuses_exactly_what_git_fsck_strict_refuses(case: str,
+                                                                tmp_path: Path) -> None:
+    repo = tmp_path / "r.git"
+    git(tmp_path, "init", "-q", "--bare", str(repo))
+    stored = {X: (BLOB, b"x\n"), EMPTY_TREE: (TREE, b"")}
+    for sha, (kind, raw) in stored.items():
+        assert _write(repo, kind, raw) == sha
+    judge = Judge()
+    last_blob = ""
+    for kind, made in CASES[case]:
+        raw = made(last_blob) if callable(made) else made
+        sha = _write(repo, kind, raw)
+        stored[sha] = (kind, raw)
+        if kind == BLOB:
+            last_blob = sha
+        else:
+            judge.add(kind, sha.encode(), raw)
+    judge.finish(lambda sha: stored.get(sha.decode()))
+    fsck = git(repo, "fsck", "--strict", "--no-dangling", check=False)
+    finding = judge.first()
+    refused_by_git = fsck.returncode != 0
+    assert (finding is not None) == refused_by_git, (fsck.stderr.decode(), finding)
+    if finding is not None:  # git names the rule, or cannot parse the object at all
+        said = fsck.stderr.decode()
+        assert finding.check in said or "could not be parsed" in said, (said, finding)

@@ -1,0 +1,223 @@
+"""A hostile upstream leaves nothing git refuses in the library (issue 9): a fetched pack
+waits in a quarantine, is judged by git's fsck rules, and is refused whole (exit 2, one
+line naming the source and the first offending path) or admitted. The real git binary is
+the judge: `git fsck --strict` of the library is clean after every refusal, and the object
+store lists exactly the files it listed before."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.repo import Repo
+from helpers import assert_one_error_line, git, git_text, library_state, run_main, skill_md
+from sources_helpers import Upstream, git_daemon
+
+from librarian.sources.subscriptions import add_source
+from librarian.sources.update import update
+from librarian.store.library import Library
+from librarian.store.quarantine import PREFIX
+
+ZWNJ, ZWJ = "\u200c", "\u200d"
+DIR, FILE = b"40000", b"100644"
+
+
+def _raw_tree(repo: Repo, entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
+    """A tree written as given (git's order by name, a directory sorting as name/)."""
+    def key(entry: tuple[bytes, bytes, bytes]) -> bytes:
+        return entry[1] + (b"/" if entry[0] == DIR else b"")
+    data = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha.decode())
+                    for mode, name, sha in sorted(entries, key=key))
+    tree = ShaFile.from_raw_string(2, data)
+    repo.object_store.add_object(tree)
+    return tree.id
+
+
+def plant(up: Upstream, where: str, name: bytes, *, directory: bool = True) -> str:
+    """Commit on ``up``'s main a tip whose tree holds ``name`` (a directory holding ``x``,
+    or a file) in the folder ``where`` ("" for the top level), beside a valid skill
+    ``skills/ok``, built raw so that any name git can be handed is possible."""
+    with Repo(str(up.path)) as repo:
+        blob = Blob.from_string(b"x\n")
+        skill = Blob.from_string(skill_md("ok"))
+        for obj in (blob, skill):
+            repo.object_store.add_object(obj)
+        inner = Tree()
+        inner.add(b"x", 0o100644, blob.id)
+        repo.object_store.add_object(inner)
+        entry = (DIR, name, inner.id) if directory else (FILE, name, blob.id)
+        ok = [(FILE, b"SKILL.md", skill.id)] + ([entry] if where == "skills/ok" else [])
+        skills = [(DIR, b"ok", _raw_tree(repo, ok))] + ([entry] if where == "skills" else [])
+        root = [(DIR, b"skills", _raw_tree(repo, skills))] + ([entry] if where == "" else [])
+        commit = Commit()
+        commit.tree = _raw_tree(repo, root)
+        commit.parents = [repo.refs[b"refs/heads/main"]]
+        commit.author = commit.committer = b"Upstream <up@example.org>"
+        commit.author_time = commit.commit_time = int(time.time())
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = b"hostile\n"
+        repo.object_store.add_object(commit)
+        repo.refs[b"refs/heads/main"] = commit.id
+    return commit.id.decode()
+
+
+def _objects(library: Path) -> list[str]:
+    root = library / ".git" / "objects"
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def _refs(library: Path) -> str:
+    return git_text(library, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def _fsck(library: Path) -> None:
+    result = git(library, "fsck", "--strict", "--no-dangling", check=False)
+    assert result.returncode == 0, result.stderr.decode()
+
+
+@pytest.fixture
+def team(library: Path, tmp_path: Path) -> Upstream:
+    """A source ``team`` whose clean first commit is installed."""
+    up = Upstream(tmp_path / "up")
+    up.skill("skills/ok").skill("skills/two").commit("first")
+    add_source(Library(library), "team", up.url)
+    update(Library(library))
+    return up
+
+
+REFUSED = [  # (folder, name, path shown, fsck message id)
+    ("skills/ok", b"git~1", "skills/ok/git~1", "hasDotgit"),
+    ("skills/ok", b"GIT~1", "skills/ok/GIT~1", "hasDotgit"),
+    ("skills/ok", b".git", "skills/ok/.git", "hasDotgit"),
+    ("skills", b".GIT", "skills/.GIT", "hasDotgit"),
+    ("skills", f".g{ZWNJ}it".encode(), "skills/.g\\u200cit", "hasDotgit"),
+    ("skills/ok", f"{ZWJ}.git".encode(), "skills/ok/\\u200d.git", "hasDotgit"),
+    ("skills/ok", b".git.", "skills/ok/.git.", "hasDotgit"),
+    ("skills/ok", b".git ", "skills/ok/.git ", "hasDotgit"),
+    ("skills/ok", b".git::$INDEX_ALLOCATION", "skills/ok/.git::$INDEX_ALLOCATION",
+     "hasDotgit"),
+    ("skills/ok", b"git~1.", "skills/ok/git~1.", "hasDotgit"),
+    ("skills/ok", b"a\\.git", "skills/ok/a\\.git", "hasDotgit"),
+    ("", b".git", ".git", "hasDotgit"),  # outside every item: still in the pack
+    ("skills/ok", b".", "skills/ok/.", "hasDot"),
+    ("skills/ok", b"..", "skills/ok/..", "hasDotdot"),
+    ("skills/ok", b"", "skills/ok/", "emptyName"),
+    ("skills/ok", b"a/b", "skills/ok/a/b", "fullPathname"),
+    ("skills", b".gitmodules", "skills/.gitmodules", "gitmodulesBlob"),
+]
+
+
+@pytest.mark.parametrize(("where", "name", "shown", "check"), REFUSED,
+                         ids=[r[2] or "empty" for r in REFUSED])
+def test_a_pack_git_refuses_is_refused_whole_and_leaves_nothing(
+        where: str, name: bytes, shown: str, check: str, team: Upstream, library: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    plant(team, where, name)
+    before = (library_state(library), _refs(library), _objects(library))
+
+    result = run_main(capsys, "--library", str(library), "update")
+
+    assert result.code == 2, (result.err, result.out)
+    line = assert_one_error_line(result.err)
+    assert (f"source team: upstream holds {shown}, a path git refuses (fsck {check})"
+            if check != "gitmodulesBlob" else f"source team: upstream holds {shown}, ") in line
+    assert f"(fsck {check}); nothing was fetched" in line
+    assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_dry_run_and_outdated_refuse_the_same_way(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plant(team, "skills/ok", b"git~1")
+    before = (library_state(library), _refs(library), _objects(library))
+    for args in (["update", "--dry-run"], ["outdated"]):
+        result = run_main(capsys, "--library", str(library), *args)
+        assert result.code == 2, (args, result.err)
+        assert "source team: upstream holds skills/ok/git~1" in assert_one_error_line(
+            result.err)
+        assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_clean_then_hostile_then_clean_updates_on_the_third_fetch(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plant(team, "skills/ok", f".g{ZWNJ}it".encode())
+    assert run_main(capsys, "--library", str(library), "update").code == 2
+    # The next upstream commit has the refused one as its parent: the library must not
+    # claim to hold it (it never entered the object store).
+    tip = team.skill("skills/three").commit("clean again")
+    result = run_main(capsys, "--library", str(library), "update")
+    assert result.code == 0, result.err
+    assert (library / "sources" / "team" / "skills" / "three" / "SKILL.md").is_file()
+    assert git_text(library, "rev-parse", "refs/librarian/sources/team").strip() == tip
+    _fsck(library)
+    clone = git(library.parent, "-c", "transfer.fsckObjects=true", "clone", "-q",
+                "--no-local", str(library), str(library.parent / "clone"), check=False)
+    assert clone.returncode == 0, clone.stderr.decode()
+
+
+@pytest.mark.parametrize("name", [b".gitx", b"git~2", b"gitx~1", b".gitignore-not"])
+def test_names_fsck_accepts_install(name: bytes, team: Upstream, library: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    plant(team, "skills/ok", name)
+    result = run_main(capsys, "--library", str(library), "update")
+    assert result.code == 0, result.err
+    listing = git_text(library, "ls-tree", "-r", "--name-only", "HEAD")
+    assert f"sources/team/skills/ok/{name.decode()}/x" in listing
+    _fsck(library)
+
+
+def test_first_fetch_of_a_hostile_source_keeps_nothing(
+        library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    up = Upstream(tmp_path / "up")
+    up.skill("skills/ok").commit("first")
+    plant(up, "skills/ok", b"GIT~1")
+    add_source(Library(library), "team", up.url)
+    before = (library_state(library), _refs(library), _objects(library))
+    result = run_main(capsys, "--library", str(library), "update")
+    assert result.code == 2
+    assert "source team: upstream holds skills/ok/GIT~1" in result.err
+    assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_a_thin_pack_from_a_git_server_is_judged_too(
+        team: Upstream, library: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    served = tmp_path / "served"
+    served.mkdir()
+    git(tmp_path, "clone", "-q", "--bare", str(team.path), str(served / "up.git"))
+    (served / "up.git" / "git-daemon-export-ok").touch()
+    with git_daemon(served) as base:
+        result = run_main(capsys, "--library", str(library), "source", "add", "served",
+                          f"{base}/up.git")
+        assert result.code == 0, result.err
+        assert run_main(capsys, "--library", str(library), "update", "served").code == 0
+        hostile = Upstream.__new__(Upstream)
+        hostile.path = served / "up.git"
+        plant(hostile, "skills/ok", b"git~1")
+        before = (library_state(library), _refs(library), _objects(library))
+        result = run_main(capsys, "--library", str(library), "update", "served")
+    assert result.code == 2, result.err
+    assert "source served: upstream holds skills/ok/git~1" in assert_one_error_line(
+        result.err)
+    assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_recovery_sweeps_a_quarantine_a_kill_left(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = library / ".git" / "objects"
+    before = _objects(library)
+    left = objects / f"{PREFIX}abc123"
+    (left / "pack").mkdir(parents=True)
+    (left / "tmp_pack_x").write_bytes(b"PACK")
+    # Killed between moving a judged pack and its index: the pack alone is in objects/pack.
+    (left / "pack" / "pack-1234.idx").write_bytes(b"idx")
+    (objects / "pack" / "pack-1234.pack").write_bytes(b"PACK")
+    result = run_main(capsys, "--library", str(library), "recover")
+    assert result.code == 0, result.err
+    assert _objects(library) == before
+    _fsck(library)

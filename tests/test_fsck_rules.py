@@ -64,10 +64,18 @@ CASES: dict[str, list[tuple[int, Any]]] = {
     "tree .gitmodules ok": named(GITMODULES),
     "tree .gitmodules symlink": [(TREE, entry(b"120000", b".gitmodules"))],
     "tree GITMOD~1 symlink": [(TREE, entry(b"120000", b"GITMOD~1"))],
-    "tree .gitmodules url option": named(b'[submodule "a"]\n\tpath = a\n\turl = -oProxyCommand=evil\n', b".gitmodules"),
-    "tree .gitmodules name ..": named(b'[submodule "../../x"]\n\tpath = a\n\turl = https://e.org/a\n', b".gitmodules"),
-    "tree .gitmodules path option": named(b'[submodule "a"]\n\tpath = -x\n\turl = https://e.org/a\n', b".gitmodules"),
-    "tree .gitmodules update command": named(b'[submodule "a"]\n\tpath = a\n\tupdate = !rm -rf /\n', b".gitmodules"),
+    "tree .gitmodules url option": named(
+        b'[submodule "a"]\n\tpath = a\n\turl = -oProxyCommand=evil\n'),
+    "tree .gitmodules url newline": named(
+        b'[submodule "a"]\n\tpath = a\n\turl = ./a%0ahost=evil\n'),
+    "tree .gitmodules name ..": named(
+        b'[submodule "../../x"]\n\tpath = a\n\turl = https://e.org/a\n'),
+    "tree .gitmodules path option": named(
+        b'[submodule "a"]\n\tpath = -x\n\turl = https://e.org/a\n'),
+    "tree .gitmodules update command": named(
+        b'[submodule "a"]\n\tpath = a\n\tupdate = !rm -rf /\n'),
+    "tree .gitmodules as GITMOD~1": named(
+        b'[submodule "a"]\n\tpath = a\n\turl = -oProxyCommand=evil\n', b"GITMOD~1"),
     "tree .gitattributes long line": named(b"a" * 3000 + b" text\n", b".gitattributes"),
     "tree .gitattributes ok": named(b"* -text\n", b".gitattributes"),
     "tree .gitattributes symlink (a note)": [(TREE, entry(b"120000", b".gitattributes"))],

@@ -150,6 +150,7 @@ def _leftovers(library: Path, allowed: set[str]) -> list[str]:
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").rglob("tmp*")]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").glob(
         f"{QUARANTINE}*")]  # a fetch's quarantine (store/quarantine.py)
+    found += [p.name for p in git_dir.glob(".*.tmp")]  # a fetch's .shallow.*.tmp
     packs = git_dir / "objects" / "pack"
     found += [str(p.relative_to(git_dir)) for p in packs.glob("*.pack")
               if not p.with_suffix(".idx").exists()]  # a pack moved in without its index

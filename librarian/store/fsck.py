@@ -35,6 +35,9 @@ _TYPES = frozenset({b"commit", b"tree", b"blob", b"tag"})
 ATTR_MAX_LINE_LENGTH = 2048  # attr.h
 ATTR_MAX_FILE_SIZE = 100 * 1024 * 1024
 _MAX_TIMESTAMP = 2**63 - 1  # date_overflows: must fit a signed 64-bit time_t
+#: A name no spelling rule can match: every .git / .gitmodules / .gitattributes spelling
+#: starts with "." (HFS+ ignorables are not ASCII) or holds "~" (8.3 names) or "\\".
+_ORDINARY = re.compile(rb"[\x21-\x2d\x30-\x5b\x5d-\x7d][\x20-\x2e\x30-\x5b\x5d-\x7d]*")
 
 #: Reasons shown for each tree rule (the fsck message id is shown beside it).
 _PATH_RULES = frozenset({"fullPathname", "emptyName", "hasDot", "hasDotdot", "hasDotgit"})
@@ -92,22 +95,32 @@ class Judge:
         self._roots: list[bytes] = []
         self._gitmodules: dict[bytes, tuple[bytes, str]] = {}  # blob -> (tree, name)
         self._gitattributes: dict[bytes, tuple[bytes, str]] = {}
+        #: (object, its type name, an object it names, whether that is a parent commit),
+        #: for the caller's closure check; gitlinks name commits of other repositories.
+        self.links: list[tuple[bytes, str, bytes, bool]] = []
 
     def add(self, type_num: int, sha: bytes, raw: bytes) -> None:
         if type_num == TREE:
             self._tree(sha, raw)
         elif type_num == COMMIT:
             problem = commit_problem(raw)
-            tree = raw[5:45] if raw.startswith(b"tree ") else b""
-            if _HEX.fullmatch(tree):
-                self._roots.append(tree.lower())
             if problem is not None:
                 self._other.append(Finding(problem[0], "commit", sha.decode(),
                                            detail=problem[1]))
+                return
+            tree = raw[5:45].lower()
+            self._roots.append(tree)
+            self.links.append((sha, "commit", tree, False))
+            for line in raw[46:raw.find(b"\n\n")].split(b"\n"):
+                if not line.startswith(b"parent "):
+                    break
+                self.links.append((sha, "commit", line[7:].lower(), True))
         elif type_num == TAG:
             problem = tag_problem(raw)
             if problem is not None:
                 self._other.append(Finding(problem[0], "tag", sha.decode(), detail=problem[1]))
+            else:
+                self.links.append((sha, "tag", raw[7:47].lower(), False))
 
     def finish(self, read: Callable[[bytes], tuple[int, bytes] | None]) -> None:
         """Check the blobs new trees name as ``.gitmodules`` / ``.gitattributes`` (wherever
@@ -123,6 +136,10 @@ class Judge:
                 problem = check(found)
                 if problem is not None:
                     self._tree_findings[tree] = Finding(problem, "tree", tree.decode(), name)
+
+    def commit_trees(self) -> list[bytes]:
+        """The root tree of every commit fed (hex), in pack order."""
+        return list(self._roots)
 
     def first(self) -> Finding | None:
         """The first finding in path order under the fetched commits; then commits and
@@ -178,6 +195,10 @@ class Judge:
             hexsha = child.hex().encode()
             if mode & 0o170000 == _DIR:
                 subtrees.append((shown, hexsha))
+            if mode != _GITLINK:
+                self.links.append((sha, "tree", hexsha, False))
+            if _ORDINARY.fullmatch(name):
+                continue  # neither .gitmodules nor .gitattributes in any spelling
             if mode != _LINK and any(_is_special(piece, "gitmodules", "gi7eba")
                                      for piece in _pieces(shown)):
                 self._gitmodules.setdefault(hexsha, (sha, shown))
@@ -208,6 +229,9 @@ def tree_entries(raw: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:
 
 def _entry_problem(mode_text: bytes, mode: int, name: bytes, shown: str,
                    child: bytes) -> str | None:
+    if _ORDINARY.fullmatch(name):  # the common case, spared the spelling rules
+        return ("zeroPaddedFilemode" if mode_text.startswith(b"0")
+                else "nullSha1" if child == _NULL_SHA else None)
     if b"/" in name:
         return "fullPathname"
     if not name:

@@ -4,13 +4,16 @@ Recovery runs under the library lock, so no other librarian command is running; 
 may be. Each rule below therefore names a file no git command makes, or one whose content
 proves librarian made it:
 
-- ``.git/librarian/.*.tmp``: ``atomic_write``'s temporary files (the journal's, the
-  approvals'); ``.git/librarian`` is librarian's alone. ``.git/hooks/.<hook>.*.tmp`` for
+- ``.git/librarian/.*.tmp`` and ``.git/librarian/cache/.*.tmp``: ``atomic_write``'s
+  temporary files (the journal's, the approvals', the memos'); ``.git/librarian`` is
+  librarian's alone. ``.git/hooks/.<hook>.*.tmp`` for
   the hooks librarian ships: a killed ``hooks install``.
 - ``.git/objects/??/<id>.lock``, ``objects/pack/tmp*.pack`` and ``pack-*.idx.lock``:
   dulwich's while it writes a loose object or a pack (git's own are ``tmp_obj_*``,
   ``tmp_pack_*`` and ``tmp_idx_*``); and ``.git/refs/librarian/**/*.lock``: refs only
   librarian moves.
+- ``.git/.shallow.*.tmp``: a fetch's new shallow boundary being written (git's own is
+  ``shallow.lock``).
 - ``.git/objects/incoming-librarian-*/``: a fetch's quarantine (``store.quarantine``; git's
   own is ``tmp_objdir-incoming-*``), with a pack it had moved into ``objects/pack`` while
   its index was still in the quarantine.
@@ -51,7 +54,11 @@ def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:
     found: list[Path] = []
     if library.state_dir.is_dir():
         found += [p for p in library.state_dir.glob(".*.tmp") if p.is_file()]
+        cache = library.state_dir / "cache"
+        if cache.is_dir() and not cache.is_symlink():  # the memos' (store/memo.py)
+            found += [p for p in cache.glob(".*.tmp") if p.is_file()]
     found += [p for p in (git_dir / "objects").glob("??/*.lock") if p.is_file()]
+    found += [p for p in git_dir.glob(".shallow.*.tmp") if p.is_file()]
     packs = git_dir / "objects" / "pack"
     found += [p for pattern in ("tmp*.pack", "pack-*.lock") for p in packs.glob(pattern)
               if p.is_file()]

@@ -31,11 +31,12 @@ from typing import IO, Any
 
 from dulwich.errors import ObjectFormatException
 from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, ShaFile, Tag, Tree, sha_to_hex
+from dulwich.objects import Commit, ObjectID, Tag, Tree, sha_to_hex
 from dulwich.pack import Pack, UnpackedObjectIterator, full_unpacked_object, write_pack_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from librarian.core.fsutil import atomic_write
 from librarian.errors import UsageError
 
 from . import fsck
@@ -94,7 +95,7 @@ def transfer(
             refs, shallow, fetched = _receive(store, quarantine, client, path,
                                               determine_wants, have, spool, progress)
         if shallow:
-            store.dulwich_repo.update_shallow({ObjectID(x) for x in shallow}, None)
+            _add_shallow(store, shallow)
     except BaseException:
         _remove_new_files(store, before)
         raise
@@ -144,8 +145,7 @@ def _receive(
     except ObjectFormatException as exc:  # dulwich cannot even parse an object
         raise RefusedPack(Finding("badObject", "object", "", detail=_line(exc))) from None
     try:
-        _judge(store, pack)
-        _check_closed(store, pack, shallow, old_tree, known)
+        _judge(store, pack, shallow, old_tree, known)
     finally:
         pack.close()
     quarantine.admit()
@@ -266,6 +266,15 @@ class _Held(set[ObjectID]):
         return set.__contains__(self, sha) or sha in self._target
 
 
+def _add_shallow(store: GitStore, shallow: set[bytes]) -> None:
+    """Add the new shallow boundary to ``.git/shallow``, replaced atomically through a
+    ``.shallow.*.tmp`` that recovery sweeps (dulwich's ``update_shallow`` writes through
+    git's own ``shallow.lock``, which a kill would leave for every later fetch to trip on)."""
+    repo = store.dulwich_repo
+    known = {bytes(s) for s in repo.get_shallow()} | shallow
+    atomic_write(Path(repo.controldir()) / "shallow", b"".join(s + b"\n" for s in sorted(known)))
+
+
 def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
 
@@ -281,9 +290,17 @@ def _commit(objects: Any, sha: ObjectID) -> Commit:
     return obj
 
 
-def _judge(store: GitStore, pack: Pack) -> None:
+def _judge(store: GitStore, pack: Pack, shallow: set[bytes],
+           old_tree: ObjectID | None = None, known: set[bytes] | None = None) -> None:
     """Every object of the quarantined pack by git's fsck rules, each read once (raw, as
-    git reads it); a RefusedPack for the first that fails."""
+    git reads it): a RefusedPack for the first that fails; then closure, an
+    IncompleteSource when an object names one neither the pack nor the library holds (a
+    commit's parents are not asked for when it is a new shallow boundary). The library
+    held whole trees before (every earlier fetch was checked so), so checking what the
+    pack names is checking the fetched tip; and what a tree of the pack names that the
+    tree at its path in the previously fetched tip (``old_tree``) names too was held
+    before, so only what changed is looked up (an item changed of 1,000 is not 1,000
+    lookups). ``known``: those ids, when the local finder has compared the same trees."""
     judge = Judge()
     for unpacked in UnpackedObjectIterator.for_pack_data(pack.data):
         kind = unpacked.obj_type_num
@@ -303,31 +320,20 @@ def _judge(store: GitStore, pack: Pack) -> None:
     finding = judge.first()
     if finding is not None:
         raise RefusedPack(finding)
-
-
-def _check_closed(store: GitStore, pack: Pack, shallow: set[bytes],
-                  old_tree: ObjectID | None = None, known: set[bytes] | None = None) -> None:
-    """Every object of the new pack names objects the library or the pack holds. The library held
-    whole trees before (this check ran on every earlier fetch), so checking what the pack
-    names is checking the fetched tip; and what a tree of the pack names that the tree at
-    its path in the previously fetched tip (``old_tree``) names too was held before, so
-    only what changed is looked up (an item changed of 1,000 is not 1,000 lookups).
-    ``known``: those ids, when the local finder has compared the same trees already."""
-    objects = store.dulwich_repo.object_store
     in_pack = {bytes(sha) for sha in pack}
     held: set[bytes] = known if known is not None else set()
     if old_tree is not None and known is None:
-        for obj in pack.iterobjects():
-            if isinstance(obj, Commit) and len(held) < _MAX_HELD:
-                held |= _unchanged_entries(obj.tree, old_tree, pack, objects)
-    for obj in pack.iterobjects():
-        for sha in _names(obj, shallow):
-            if sha not in in_pack and sha not in held and ObjectID(sha) not in objects:
-                raise IncompleteSource(
-                    f"the source sent {obj.type_name.decode()} {obj.id.decode()} without "
-                    f"{sha.decode()}, which it names",
-                    hint="the upstream repository is damaged or incomplete; nothing was "
-                    "changed")
+        for commit in judge.commit_trees():
+            if len(held) < _MAX_HELD:
+                held |= _unchanged_entries(ObjectID(commit), old_tree, pack, objects)
+    for source, what, sha, parent in judge.links:
+        if parent and source in shallow:
+            continue
+        if sha not in in_pack and sha not in held and ObjectID(sha) not in objects:
+            raise IncompleteSource(
+                f"the source sent {what} {source.decode()} without {sha.decode()}, which it "
+                "names", hint="the upstream repository is damaged or incomplete; nothing was "
+                "changed")
 
 
 #: Past this many entries known held, no further commit of a pack is compared (a fetch of
@@ -370,19 +376,6 @@ def _unchanged_entries(new_tree: ObjectID, old_tree: ObjectID | None, new_object
             elif previous is not None and stat.S_ISDIR(entry.mode):
                 stack.append((entry.sha, previous))
     return found
-
-
-def _names(obj: ShaFile, shallow: set[bytes]) -> Iterable[bytes]:
-    if isinstance(obj, Commit):
-        yield obj.tree
-        if obj.id not in shallow:
-            yield from obj.parents
-    elif isinstance(obj, Tree):
-        for entry in obj.iteritems():
-            if entry.mode != _GITLINK:
-                yield entry.sha
-    elif isinstance(obj, Tag):
-        yield obj.object[1]
 
 
 def _object_files(store: GitStore) -> set[str]:

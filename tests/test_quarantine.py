@@ -217,7 +217,26 @@ def test_recovery_sweeps_a_quarantine_a_kill_left(
     # Killed between moving a judged pack and its index: the pack alone is in objects/pack.
     (left / "pack" / "pack-1234.idx").write_bytes(b"idx")
     (objects / "pack" / "pack-1234.pack").write_bytes(b"PACK")
+    # Killed while the shallow boundary, or a memo, was being replaced.
+    shallow = library / ".git" / ".shallow.k1ll3d.tmp"
+    shallow.write_bytes(b"half")
+    memo = library / ".git" / "librarian" / "cache" / ".kinds.json.k1ll3d.tmp"
+    memo.parent.mkdir(exist_ok=True)
+    memo.write_bytes(b"{")
     result = run_main(capsys, "--library", str(library), "recover")
     assert result.code == 0, result.err
     assert _objects(library) == before
+    assert not shallow.exists() and not memo.exists()
+    _fsck(library)
+
+
+def test_a_pack_of_objects_already_held_is_not_moved_twice(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The second source names the same upstream: its fetch finds every object held.
+    add_source(Library(library), "again", team.url)
+    before = _objects(library)
+    result = run_main(capsys, "--library", str(library), "update", "again")
+    assert result.code == 0, result.err
+    assert not [p for p in _objects(library) if p not in before and p.startswith("pack/")]
+    assert not list((library / ".git" / "objects").glob(f"{PREFIX}*"))
     _fsck(library)

@@ -5,12 +5,15 @@ failures)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import GIT, git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from librarian.store.fsck import BLOB, COMMIT, TAG, TREE, Judge
 
@@ -155,3 +158,60 @@ def test_the_judge_refuses_exactly_what_git_fsck_strict_refuses(case: str,
     if finding is not None:  # git names the rule, or cannot parse the object at all
         said = fsck.stderr.decode()
         assert finding.check in said or "could not be parsed" in said, (said, finding)
+
+
+# -- names, many at a time, against one `git fsck --strict` ---------------------------
+
+_PIECES = [".", "git", "GIT", "Git", "g", "i", "t", "~1", "~2", "~", "1", "\\", " ", ":",
+           "$INDEX_ALLOCATION", "\u200c", "\u200d", "\ufeff", "modules", "MODULES", "attributes",
+           "gitmod", "gi7eba", "gitatt", "gi7d29", "a", "é", "/"]
+_MODES = [b"100644", b"40000", b"120000"]
+ON_THE_OBJECT = frozenset({"gitmodulesBlob", "gitmodulesName", "gitmodulesUrl", "gitmodulesPath",
+                           "gitmodulesUpdate", "gitattributesBlob", "gitattributesLarge",
+                           "gitattributesLineLength"})
+
+
+def _loose(repo: Path, kind: str, raw: bytes) -> str:
+    """Write a loose object directly (any bytes at all, as git would store them)."""
+    import hashlib
+    import zlib
+
+    data = kind.encode() + b" " + str(len(raw)).encode() + b"\0" + raw
+    sha = hashlib.sha1(data).hexdigest()
+    path = repo / "objects" / sha[:2] / sha[2:]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(zlib.compress(data))
+    return sha
+
+
+@settings(max_examples=8, deadline=None)
+@given(entries=st.lists(st.tuples(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=5),
+                                  st.sampled_from(_MODES)), min_size=20, max_size=40))
+def test_names_are_judged_as_git_fsck_judges_them(
+        entries: list[tuple[list[str], bytes]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    repo = tmp_path_factory.mktemp("names") / "r.git"
+    git(repo.parent, "init", "-q", "--bare", str(repo))
+    stored = {X: (BLOB, b"x\n"), EMPTY_TREE: (TREE, b"")}
+    _loose(repo, "blob", b"x\n")
+    _loose(repo, "tree", b"")
+    judge, trees = Judge(), {}
+    for pieces, mode in entries:
+        name = "".join(pieces).encode()
+        raw = entry(mode, name, EMPTY_TREE if mode == b"40000" else X)
+        sha = _loose(repo, "tree", raw)
+        trees[sha] = name
+        stored[sha] = (TREE, raw)
+        judge.add(TREE, sha.encode(), raw)
+    judge.finish(lambda sha: stored.get(sha.decode()))
+    fsck = git(repo, "fsck", "--strict", "--no-dangling", check=False).stderr.decode()
+    # git names a bad .gitmodules / .gitattributes on the object it reads, not the tree.
+    by_git = re.findall(r"^error in \w+ ([0-9a-f]{40}): (\w+):", fsck, re.M)
+    trees_by_git = {sha for sha, check in by_git if check not in ON_THE_OBJECT}
+    objects_by_git = {check for _, check in by_git if check in ON_THE_OBJECT}
+    findings = judge._tree_findings.values()
+    trees_by_us = {f.sha for f in findings if f.check not in ON_THE_OBJECT}
+    objects_by_us = {f.check for f in findings if f.check in ON_THE_OBJECT}
+    assert (trees_by_us, objects_by_us) == (trees_by_git, objects_by_git), (
+        {trees[s] for s in trees_by_us - trees_by_git},
+        {trees[s] for s in trees_by_git - trees_by_us}, fsck[:2000])

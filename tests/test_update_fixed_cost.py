@@ -156,7 +156,7 @@ def test_a_fetched_pack_is_checked_closed_where_it_differs_from_the_previous_tip
     from dulwich.objects import Blob, Commit, Tree
 
     from librarian.store.library import Library
-    from librarian.store.transfer import IncompleteSource, _check_closed
+    from librarian.store.transfer import IncompleteSource, _judge
 
     library, _ = subscribed
     assert cli(capsys, library, "update").code == 0
@@ -185,8 +185,8 @@ def test_a_fetched_pack_is_checked_closed_where_it_differs_from_the_previous_tip
         present = Blob.from_string(b"---\nname: pdf\ndescription: d.\n---\nnew\n")
         objects.add_object(present)
         pack = objects.add_objects([(o, None) for o in changed_tip(present)])
-        _check_closed(store, pack, set(), old.tree)  # docx, review: held, not asked for
+        _judge(store, pack, set(), old.tree)  # docx, review: held, not asked for
         missing = Blob.from_string(b"never sent\n")
         pack = objects.add_objects([(o, None) for o in changed_tip(missing)])
         with pytest.raises(IncompleteSource, match=missing.id.decode()):
-            _check_closed(store, pack, set(), old.tree)
+            _judge(store, pack, set(), old.tree)

@@ -65,13 +65,21 @@ def _build(base: Path) -> World:
     expose(library, "tooled")
     retire(library, "gone")
     team = Upstream(base / "team.git")
-    team.skill("skills/pdf").skill("skills/docx").commit("first")
+    team.skill("skills/pdf").skill("skills/docx").skill("skills/kit")
+    team.put("skills/kit/scripts/old.sh", b"#!/bin/sh\necho old\n", 0o100755)
+    team.put("skills/kit/references/keep.md", b"Kept.\n").put("skills/kit/notes.md", b"N.\n")
+    team.put("skills/kit/extra", b"a file, then a directory\n").commit("first")
     forced = Upstream(base / "forced.git")
     forced.skill("skills/edited").commit("first")
     add_source(library, "team", team.url)
     add_source(library, "forced", forced.url)
     update(library)
     team.skill("skills/pdf", body="Two.\n").remove("skills/docx").skill("skills/new")
+    # kit changes in place in every way: an edit, a directory gone, one new, a mode, a
+    # file become a directory (only those entries are staged and swapped).
+    team.skill("skills/kit", body="Two.\n").remove("skills/kit/scripts")
+    team.put("skills/kit/assets/new.txt", b"New.\n").put("skills/kit/notes.md", b"N.\n", 0o100755)
+    team.remove("skills/kit/extra").put("skills/kit/extra/inner.md", b"Inner.\n")
     team.commit("second")
     forced.skill("skills/edited", body="Upstream two.\n").commit("second")
     # Local edits that every outcome must keep (and one that --force saves and overwrites).

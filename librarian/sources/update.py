@@ -292,8 +292,12 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
         pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
             tree = upstream_trees.get(item.path)
+            # The planner found the work tree holding the installed version: only the
+            # files upstream changed are rewritten.
             tx.put_tree(item.library_path, tree, item.upstream if tree is not None else None,
-                        work=merged.get(item.library_path))
+                        work=merged.get(item.library_path),
+                        work_is_base=item.action == "update" and not item.local_edit
+                        and item.work is not None and item.work == item.locked)
             pairs.append(("Item", item.library_path))
         counts = plan.counts()
         summaries.append(f"{plan.source} ({counts['add']} added, {counts['update']} updated, "

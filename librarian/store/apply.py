@@ -4,7 +4,9 @@ Used by the transaction (``txn``) on the way forward and by ``recovery`` to fini
 whose branch already moved; every step here is idempotent for that reason. A path may get
 a work tree other than the commit's (``TreeChange.work``, a merged local edit): it is staged
 and rebuilt from that tree, and the index records the committed blobs, so ``git status``
-shows the difference as a modification.
+shows the difference as a modification. A directory the caller knows holds the base's tree
+(``TreeChange.work_is_base``) is changed in place: only the entries that differ are staged,
+swapped and re-indexed (``slots``), as ``git checkout`` rewrites only the files that changed.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
 from librarian.core.fsutil import fsync_dir, sync_filesystem, write_file_durably
 from librarian.core.progress import counted
 from librarian.errors import ConflictError, TrustError, UsageError
-from librarian.store.changes import Change, DirChange, FileChange, TreeChange
+from librarian.store.changes import Change, DirChange, EntryChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.leftovers import HELD_INDEX, index_marker
 from librarian.store.library import Library
-from librarian.store.trees import blob_sha1
+from librarian.store.trees import blob_sha1, entry_changes
 
 
 def _committed_entry(store: GitStore, base_tree: ObjectId | None, path: str) -> TreeEntry | None:
@@ -122,11 +124,33 @@ def undo(
     discard(library, tx)
 
 
+def slots(store: GitStore, base_tree: ObjectId | None,
+          changes: Sequence[Change]) -> list[Change]:
+    """The paths a commit swaps, in order (slot i is path i of the journal): each change as
+    it is, except that a ``TreeChange`` over a work tree known to hold the base's tree
+    becomes one ``EntryChange`` per entry that differs (none when nothing does)."""
+    out: list[Change] = []
+    for change in changes:
+        if isinstance(change, TreeChange) and change.work_is_base and change.tree is not None \
+                and change.work is None:
+            old = store.lookup(base_tree, change.path)
+            inner = entry_changes(store, old.sha, change.tree, change.path + "/") \
+                if old is not None and old.mode == MODE_TREE else None
+            if inner is not None:
+                out += [EntryChange(path, entry) for path, entry in inner]
+                continue
+        out.append(change)
+    return out
+
+
 def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
     stage.mkdir(parents=True)
     for number, change in enumerate(counted("stage", changes)):
         slot = stage / str(number)
-        if isinstance(change, DirChange) and change.files:
+        if isinstance(change, EntryChange):
+            if change.entry is not None:
+                _stage_entry(store, slot, change.path, change.entry)
+        elif isinstance(change, DirChange) and change.files:
             write_files(slot, change.files)
         elif isinstance(change, FileChange) and change.data is not None:
             write_file_durably(slot, change.data)
@@ -142,6 +166,20 @@ def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> No
             write_files(slot, store.read_files(change.tree))
             _verify(change.path, hash_work_dir(slot), change.tree, change.digest)
     fsync_dir(stage)
+
+
+def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:
+    """One entry of a directory changed in place, checked against its id in the commit."""
+    if entry.mode == MODE_TREE:
+        write_files(slot, store.read_files(entry.sha))
+        _verify(path, hash_work_dir(slot), entry.sha, None)
+        return
+    data = store.read_blob(entry.sha)
+    if blob_sha1(data) != entry.sha:
+        raise TrustError(f"{path}: the staged content does not match the planned blob "
+                         f"{entry.sha.decode()}",
+                         hint="the object store may be damaged; run `git fsck`")
+    write_file_durably(slot, data, executable=entry.mode == MODE_EXECUTABLE)
 
 
 def _verify(path: str, staged: ItemHash | None, tree: ObjectId, digest: str | None) -> None:

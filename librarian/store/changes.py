@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from librarian.core.model import ItemFile
-from librarian.store.gitstore import ObjectId
+from librarian.store.gitstore import ObjectId, TreeEntry
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,22 @@ class TreeChange:
     #: what the work tree gets instead of ``tree`` (a merged local edit, already in the
     #: store): the commit and the index hold ``tree``, so the difference shows as modified
     work: ObjectId | None = None
+    #: the caller checked that the work tree holds exactly the base commit's tree at
+    #: ``path``: only the entries that differ from it are staged and swapped (``EntryChange``)
+    work_is_base: bool = False
 
 
-Change = DirChange | FileChange | TreeChange
+@dataclass(frozen=True)
+class EntryChange:
+    """One entry inside a directory changed in place (``TreeChange.work_is_base``): set
+    ``path`` to a blob or tree of the new commit, or remove it (``None``). The commit is
+    built already; only the work tree and the index follow it, entry by entry."""
+
+    path: str
+    entry: TreeEntry | None
+
+
+Change = DirChange | FileChange | TreeChange | EntryChange
 
 
 def work_trees(changes: tuple[Change, ...] | list[Change]) -> tuple[tuple[int, str], ...]:

@@ -9,7 +9,8 @@ Order of work in ``commit``, chosen so that a crash at any instant leaves the li
 recoverable:
 
 1. write the new objects and the commit into the object store (unreferenced until step 4);
-2. write the new work-tree content into ``.git/librarian/stage/<tx>/``;
+2. write the new work-tree content into ``.git/librarian/stage/<tx>/`` (of a directory
+   changed in place, only the entries that differ: ``apply.slots``);
 3. write the journal (base commit, new commit, paths), then make steps 1-3 durable with
    one sync of the file system (``fsutil.one_sync``: no fsync per file);
 4. move the branch base -> new by compare-and-swap (a moved branch: exit 3, nothing done);
@@ -41,6 +42,7 @@ from librarian.store.changes import (
     Change,
     CommitResult,
     DirChange,
+    EntryChange,
     FileChange,
     TreeChange,
     work_trees,
@@ -131,11 +133,12 @@ class Transaction:
         self.change(FileChange(path, data))
 
     def put_tree(self, path: str, tree: ObjectId | None, digest: str | None = None, *,
-                 work: ObjectId | None = None) -> None:
+                 work: ObjectId | None = None, work_is_base: bool = False) -> None:
         """Set ``path`` to a tree already stored; the staged copy must hash to ``digest``.
         ``work``: a stored tree the work tree gets instead (a merged local edit), shown as
-        modified against the commit."""
-        self.change(TreeChange(path, tree, digest, work))
+        modified against the commit. ``work_is_base``: the caller checked that the work
+        tree holds the base's tree there, so only the files that differ are rewritten."""
+        self.change(TreeChange(path, tree, digest, work, work_is_base))
 
     def check_unmodified(self, change: Change) -> None:
         """Refuse (exit 3) when the work tree at ``change.path`` differs from the base."""
@@ -178,6 +181,8 @@ class Transaction:
                     else None
             elif isinstance(change, TreeChange):
                 entry = TreeEntry(MODE_TREE, change.tree) if change.tree else None
+            elif isinstance(change, EntryChange):
+                entry = change.entry
             else:
                 entry = None if change.data is None else TreeEntry(MODE_FILE,
                                                                    store.blob(change.data))
@@ -211,12 +216,15 @@ class Transaction:
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")
         new_tree = self._with_plugin_manifests(new_tree, check_manifests)
+        # A directory changed in place swaps only the entries that differ (apply.slots);
+        # those deeper paths must be real all the way down too.
+        slots = apply.slots(store, self.base.tree, self._changes)
+        refuse_linked_paths(library.root, [s.path for s in slots if isinstance(s, EntryChange)])
         new = store.make_commit(new_tree, [base] if base else [],
                                 format_message(subject, trailers))
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
-                          new.decode(), tuple(c.path for c in self._changes),
-                          work_trees(self._changes))
+                          new.decode(), tuple(s.path for s in slots), work_trees(slots))
         held = False
         try:
             # Objects, stage and journal are written, then made durable by one sync
@@ -229,7 +237,7 @@ class Transaction:
                 # git command can commit from the old index in between.
                 apply.hold_index(library, journal.tx)
                 held = True
-                apply.stage_changes(library.stage_dir / journal.tx, self._changes, store)
+                apply.stage_changes(library.stage_dir / journal.tx, slots, store)
                 journal.write(library)
             crash_point("after-journal")
             store.move_branch(base, new, message=subject.encode())

@@ -8,7 +8,8 @@ looks, untouched byte ranges are copied verbatim and only the changed entries ar
 
 Versions 2 and 3 are spliced; version 4 (prefix-compressed names, where every entry depends on
 the one before) falls back to dulwich's full read/modify/write. Writes follow git's own lock
-protocol (``index.lock`` created with O_EXCL, fsynced, renamed over ``index``).
+protocol (``index.lock`` created with O_EXCL, fsynced, renamed over ``index``; inside
+``core.fsutil.one_sync`` the fsyncs join that block's one sync).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from librarian.core.fsutil import fsync_dir, fsync_fd
 from librarian.store.indexscan import (
     ENTRY,
     HEADER,
@@ -220,16 +222,15 @@ def _write_locked(
                 out.write(chunk)
             out.write(digest.digest())
             out.flush()
-            os.fsync(fd)
+            # Inside a transaction's swap (``fsutil.one_sync``) both fsyncs join its one
+            # sync, which comes before the journal goes; the content is then synced under
+            # its final name.
+            fsync_fd(fd, index_path)
         lock.replace(index_path)
     except BaseException:
         lock.unlink(missing_ok=True)  # never leave git locked out
         raise
-    dir_fd = os.open(index_path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename durable
-    finally:
-        os.close(dir_fd)
+    fsync_dir(index_path.parent)  # make the rename durable
 
 
 def splice_index(

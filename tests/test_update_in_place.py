@@ -12,13 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import assert_git_consistent, cli, head, run_main, tree_snapshot
+from helpers import (
+    assert_git_consistent,
+    cli,
+    git_text,
+    head,
+    recipe_yaml,
+    run_main,
+    tree_snapshot,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sources_helpers import MODE_EXEC, Upstream
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
+from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE, listed_skills
 from librarian.store import apply
 from librarian.store.gitstore import GitStore
 from librarian.store.trees import entry_changes
@@ -126,6 +135,26 @@ def test_an_in_place_entry_that_does_not_match_its_id_changes_nothing(
     assert "SKILL.md: the staged content does not match the planned blob" in result.err
     assert head(library) == old and tree_snapshot(library) == snapshot
     assert not list((library / ".git" / "librarian").glob("stage/*"))
+
+
+def test_the_manifests_are_walked_only_when_an_update_can_change_the_visible_skills(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    _install(capsys, library, upstream)
+    listed = listed_skills((library / MARKETPLACE_FILE).read_bytes())
+    assert listed is not None and f"{KIT}" in listed
+    _change_kit(upstream)  # content only: the same skill
+    assert cli(capsys, library, "update").code == 0
+    assert listed_skills((library / MARKETPLACE_FILE).read_bytes()) == listed
+    # kit becomes a recipe: no longer a visible skill, and the same commit says so.
+    upstream.remove("skills/kit/SKILL.md").put("skills/kit/recipe.yaml", recipe_yaml("kit"))
+    upstream.put("skills/kit/run.sh", b"#!/bin/sh\necho hi\n", MODE_EXEC).commit("third")
+    assert cli(capsys, library, "update").code == 0, capsys.readouterr()
+    assert f"{KIT}" not in (listed_skills((library / MARKETPLACE_FILE).read_bytes()) or ())
+    changed = git_text(library, "show", "--name-only", "--format=", "HEAD").split()
+    assert MARKETPLACE_FILE in changed and PLUGIN_FILE in changed
+    assert run_main(capsys, "--library", str(library), "check").code == 0
+    assert_git_consistent(library)
 
 
 # -- entry_changes: applied to a directory holding the old tree, it gives the new one ------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from librarian.core.model import KIND_DIRS, SOURCES_DIR
+from librarian.core.model import KIND_DIRS, MANIFEST_FILES, SOURCES_DIR
 from librarian.errors import UsageError
 from librarian.formats.claude_plugin import (
     MARKETPLACE_FILE,
@@ -33,6 +33,15 @@ def affects_visible_skills(path: str) -> bool:
     """Whether a change at ``path`` can change the visible skills (or the manifests)."""
     top = path.split("/", 1)[0]
     return top in (KIND_DIRS["skill"], SOURCES_DIR, LIBRARY_FILE, PLUGIN_DIR)
+
+
+def same_item(store: GitStore, old: ObjectId, new: ObjectId) -> bool:
+    """Whether two trees at one path are both an item holding the same manifests, so that
+    changing one into the other keeps the item, its kind and so the visible skills (an
+    update of an item's content: no walk of the committed items needed)."""
+    before, after = store.tree_items(old), store.tree_items(new)
+    held = [name in before for name in MANIFEST_FILES.values()]
+    return any(held) and held == [name in after for name in MANIFEST_FILES.values()]
 
 
 def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | None:

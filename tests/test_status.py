@@ -24,6 +24,7 @@ from librarian.ops.retention import retain
 from librarian.ops.status import library_status
 from librarian.store import statcache
 from librarian.store.library import Library
+from librarian.store.statfile import ItemsFile, identity_of
 
 
 @pytest.fixture
@@ -200,12 +201,10 @@ class HashCounter:
         monkeypatch.setattr(statcache, "hash_work_dir", counting)
 
 
-def _cache_entries(library: Path) -> dict[str, object]:
-    path = Library(library).cache_dir / "items.json"
-    if not path.exists():
-        return {}
-    entries: dict[str, object] = json.loads(path.read_bytes())["entries"]
-    return entries
+def _cache_entries(library: Path) -> set[str]:
+    lib = Library(library)
+    file = ItemsFile(lib.cache_dir / statcache.ITEMS_FILE, identity_of(lib.git_dir))
+    return {key for i in range(file.count) if (key := file.key(i)) is not None}
 
 
 def test_second_status_reuses_the_stat_cache(
@@ -253,12 +252,12 @@ def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
     lib = Library(stocked)
     assert library_status(lib).clean
-    for name in ("items.json", "digests.json"):
-        (lib.cache_dir / name).write_bytes(b"{not json")
+    for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE):
+        (lib.cache_dir / name).write_bytes(b"not a cache")
     (stocked / "skills" / "alpha" / "SKILL.md").write_bytes(b"changed\n")
     report = library_status(lib)
     assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
-    assert json.loads((lib.cache_dir / "items.json").read_bytes())["version"] == statcache._VERSION
+    assert _cache_entries(stocked) == {"skills/alpha", "drafts/beta"}
 
 
 def test_cached_digest_matches_a_fresh_computation(

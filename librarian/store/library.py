@@ -113,7 +113,7 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Libra
 ItemState = str  # "retained" | "draft" | "managed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per item: 10,000 in a large library
 class Item:
     """One item as committed: ``name`` is ``SOURCE:NAME`` for managed items."""
 
@@ -168,7 +168,7 @@ def _items_in(
     entry = top.get(directory)
     if entry is None or not stat.S_ISDIR(entry.mode):
         return
-    for name, child in sorted(store.tree_items(entry.sha).items()):
+    for name, child in store.tree_children(entry.sha):
         if not stat.S_ISDIR(child.mode):
             continue
         item_kind = kind or _kind_of(store, child.sha) or "skill"
@@ -190,6 +190,6 @@ def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> It
     if kind is not None:
         yield Item(f"{source}:{path.rsplit('/', 1)[-1]}", kind, "managed", path, tree)
         return
-    for name, child in sorted(store.tree_items(tree).items()):
+    for name, child in store.tree_children(tree):
         if stat.S_ISDIR(child.mode):
             yield from _managed_walk(store, source, child.sha, f"{path}/{name}")

@@ -1,0 +1,294 @@
+"""The binary files behind the stat caches (``store/statcache.py``), shaped like git's index:
+fixed-shape records read as one bytes buffer, decoded only where a command asks.
+
+``items.bin`` (the work tree's item directories)::
+
+    header  b"LBWT" | u32 version | u64 st_dev | u64 st_ino | u32 count
+    record  u32 length | u16 key length | key | u8 has ids | 20-byte SHA-1 tree id
+            | 32-byte SHA-256 digest | 16-byte signature of the files' lstat
+            | u16 dirs  | (u16 name length | name | i64 mtime_ns | i64 ctime_ns)*
+            | u32 files | (u16 name length | name)*
+    trailer BLAKE2b-128 of everything before it
+
+``digests.bin`` (committed tree id -> digest)::
+
+    header  b"LBDG" | u32 version | u64 st_dev | u64 st_ino | u32 count
+    record  20-byte SHA-1 tree id | 32-byte SHA-256 (sorted by tree id, no duplicates)
+    trailer BLAKE2b-128 of everything before it
+
+Little-endian; names are UTF-8 (surrogate escapes for undecodable bytes). ``st_dev`` and
+``st_ino`` are those of the library's ``.git`` directory, so a cache copied from another
+library is not read. A cache is never the truth: a file that is absent, a symlink, of
+another version or library, truncated, or whose checksum or records do not add up reads as
+empty, and the next save rebuilds it (always a new file renamed over the old one). Pure:
+no dulwich, no work-tree access.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import struct
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass
+from pathlib import Path
+
+from librarian.core.fsutil import atomic_write
+
+VERSION = 1
+ITEMS_MAGIC = b"LBWT"
+DIGESTS_MAGIC = b"LBDG"
+HEADER = struct.Struct("<4sLQQL")
+TRAILER = 16
+SIGNATURE = 16
+_U16, _U32 = struct.Struct("<H"), struct.Struct("<L")
+_DIR_TIMES = struct.Struct("<qq")
+_DIGEST_PREFIX = "sha256:"
+_DIGEST_RECORD = 52
+Identity = tuple[int, int]  # (st_dev, st_ino) of the library's .git directory
+
+
+class CacheFormatError(Exception):
+    """A record that does not decode (only possible in a file that passed its checksum)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What the cache remembers of one item directory."""
+
+    ids: tuple[bytes, str] | None  # (hex SHA-1 tree id, sha256 digest); None: no files
+    signature: bytes  # BLAKE2b-128 over every file's path and STAT record, in path order
+    dirs: tuple[tuple[str, int, int], ...]  # (relative dir, "" for the item; mtime; ctime)
+    files: tuple[str, ...]  # relative paths, sorted
+
+
+def identity_of(git_dir: Path) -> Identity | None:
+    try:
+        st = git_dir.lstat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _name(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[memoryview, int] | None:
+    """The records' bytes (header and trailer cut off) and their count, or None."""
+    if identity is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # absent, or a symlink (ELOOP): never followed
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) < HEADER.size + TRAILER:
+        return None
+    body = memoryview(data)[:-TRAILER]
+    if hashlib.blake2b(body, digest_size=TRAILER).digest() != data[-TRAILER:]:
+        return None
+    found, version, dev, ino, count = HEADER.unpack_from(data)
+    if found != magic or version != VERSION or (dev, ino) != identity:
+        return None
+    return body[HEADER.size:], count
+
+
+def _write(path: Path, magic: bytes, identity: Identity, count: int,
+           records: bytes | bytearray) -> None:
+    out = bytearray(HEADER.pack(magic, VERSION, *identity, count))
+    out += records
+    out += hashlib.blake2b(out, digest_size=TRAILER).digest()
+    with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
+        atomic_write(path, bytes(out))
+
+
+# -- items.bin -----------------------------------------------------------------------------
+
+
+def encode_entry(key: str, entry: Entry) -> bytes:
+    parts = [b"", _U16.pack(len(_name(key))), _name(key)]
+    if entry.ids is None:
+        parts += [b"\0", bytes(52)]
+    else:
+        tree, digest = entry.ids
+        raw = digest_bytes(digest)
+        if raw is None:
+            raise ValueError(f"not a sha256 digest: {digest!r}")
+        parts += [b"\1", bytes.fromhex(tree.decode("ascii")), raw]
+    if len(entry.signature) != SIGNATURE:
+        raise ValueError("a signature is 16 bytes")
+    parts += [entry.signature, _U16.pack(len(entry.dirs))]
+    for relative, mtime, ctime in entry.dirs:
+        parts += [_U16.pack(len(_name(relative))), _name(relative),
+                  _DIR_TIMES.pack(mtime, ctime)]
+    parts.append(_U32.pack(len(entry.files)))
+    for relative in entry.files:
+        parts += [_U16.pack(len(_name(relative))), _name(relative)]
+    body = b"".join(parts)
+    return _U32.pack(len(body) + 4) + body
+
+
+def _text(data: memoryview, pos: int, length: int) -> str:
+    if pos + length > len(data):
+        raise CacheFormatError("a name runs past its record")
+    return bytes(data[pos:pos + length]).decode("utf-8", "surrogateescape")
+
+
+def decode_entry(record: memoryview) -> tuple[str, Entry]:
+    """The key and entry of one record (exactly one record's bytes)."""
+    try:
+        pos = 4
+        (length,) = _U16.unpack_from(record, pos)
+        key = _text(record, pos + 2, length)
+        pos += 2 + length
+        has_ids = record[pos]
+        tree = bytes(record[pos + 1:pos + 21])
+        digest = _DIGEST_PREFIX + record[pos + 21:pos + 53].hex()
+        pos += 53
+        signature = bytes(record[pos:pos + SIGNATURE])
+        if len(signature) != SIGNATURE:
+            raise CacheFormatError("a signature runs past its record")
+        pos += SIGNATURE
+        if has_ids not in (0, 1) or len(digest) != len(_DIGEST_PREFIX) + 64:
+            raise CacheFormatError("bad ids")
+        ids = (tree.hex().encode(), digest) if has_ids == 1 else None
+        (count,) = _U16.unpack_from(record, pos)
+        pos += 2
+        dirs = []
+        for _ in range(count):
+            (length,) = _U16.unpack_from(record, pos)
+            relative = _text(record, pos + 2, length)
+            mtime, ctime = _DIR_TIMES.unpack_from(record, pos + 2 + length)
+            dirs.append((relative, mtime, ctime))
+            pos += 2 + length + _DIR_TIMES.size
+        (count,) = _U32.unpack_from(record, pos)
+        pos += 4
+        files = []
+        for _ in range(count):
+            (length,) = _U16.unpack_from(record, pos)
+            files.append(_text(record, pos + 2, length))
+            pos += 2 + length
+    except (struct.error, IndexError, UnicodeDecodeError) as error:
+        raise CacheFormatError(str(error)) from None
+    if pos != len(record):
+        raise CacheFormatError("a record's length does not match its content")
+    return key, Entry(ids, signature, tuple(dirs), tuple(files))
+
+
+class ItemsFile:
+    """A read ``items.bin``: the records' bytes and where each starts."""
+
+    def __init__(self, path: Path, identity: Identity | None) -> None:
+        self.records = memoryview(b"")
+        self.offsets = array("Q", [0])  # start of every record, plus the end of the last
+        found = _read(path, ITEMS_MAGIC, identity)
+        if found is None:
+            return
+        records, count = found
+        offsets = array("Q", bytes(8 * (count + 1)))
+        pos = 0
+        for i in range(count):
+            offsets[i] = pos
+            if pos + 4 > len(records):
+                return
+            (length,) = _U32.unpack_from(records, pos)
+            if length < 4:
+                return
+            pos += length
+        if pos != len(records):
+            return
+        offsets[count] = pos
+        self.records, self.offsets = records, offsets
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    def record(self, index: int) -> memoryview:
+        return self.records[self.offsets[index]:self.offsets[index + 1]]
+
+    def key(self, index: int) -> str | None:
+        """The key of record ``index`` (None if it does not decode)."""
+        record = self.record(index)
+        try:
+            (length,) = _U16.unpack_from(record, 4)
+            return _text(record, 6, length)
+        except (struct.error, CacheFormatError, UnicodeDecodeError):
+            return None
+
+
+def write_items(path: Path, identity: Identity, records: list[bytes | memoryview]) -> None:
+    _write(path, ITEMS_MAGIC, identity, len(records), b"".join(records))
+
+
+# -- digests.bin ---------------------------------------------------------------------------
+
+
+def digest_bytes(digest: str) -> bytes | None:
+    """The 32 bytes of a ``sha256:`` digest; None for anything else (not cached)."""
+    if not digest.startswith(_DIGEST_PREFIX) or len(digest) != len(_DIGEST_PREFIX) + 64:
+        return None
+    try:
+        return bytes.fromhex(digest[len(_DIGEST_PREFIX):])
+    except ValueError:
+        return None
+
+
+class DigestsFile:
+    """A read ``digests.bin``: sorted tree ids, found by bisection."""
+
+    def __init__(self, path: Path, identity: Identity | None) -> None:
+        self._data = memoryview(b"")
+        self._keys: list[bytes] = []
+        found = _read(path, DIGESTS_MAGIC, identity)
+        if found is None:
+            return
+        data, count = found
+        if len(data) != count * _DIGEST_RECORD:
+            return
+        keys = [bytes(data[i:i + 20]) for i in range(0, len(data), _DIGEST_RECORD)]
+        if any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
+            return  # not sorted, or a duplicate
+        self._data, self._keys = data, keys
+
+    def get(self, tree: bytes) -> str | None:
+        """The digest of the binary tree id ``tree``, or None."""
+        i = bisect_left(self._keys, tree)
+        if i == len(self._keys) or self._keys[i] != tree:
+            return None
+        start = i * _DIGEST_RECORD + 20
+        return _DIGEST_PREFIX + self._data[start:start + 32].hex()
+
+    def merged(self, new: dict[bytes, bytes]) -> tuple[int, bytearray]:
+        """The records of this file with ``new`` (tree id -> 32 bytes) added or replacing."""
+        out = bytearray()
+        added = sorted(new.items())
+        j = 0
+        for i, key in enumerate(self._keys):
+            while j < len(added) and added[j][0] < key:
+                out += added[j][0] + added[j][1]
+                j += 1
+            if j < len(added) and added[j][0] == key:  # replaced
+                out += added[j][0] + added[j][1]
+                j += 1
+                continue
+            out += self._data[i * _DIGEST_RECORD:(i + 1) * _DIGEST_RECORD]
+        for key, value in added[j:]:
+            out += key + value
+        return len(out) // _DIGEST_RECORD, out
+
+
+def write_digests(path: Path, identity: Identity, count: int, records: bytearray) -> None:
+    _write(path, DIGESTS_MAGIC, identity, count, records)

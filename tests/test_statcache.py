@@ -1,0 +1,210 @@
+"""The binary stat caches (store/statfile.py, store/statcache.py): round trips, and a cache
+that is damaged, from another library or a symlink is never trusted into a wrong answer."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import make_skill
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from librarian.ops.create import init_library
+from librarian.ops.retention import retain
+from librarian.ops.status import library_status
+from librarian.store import statcache
+from librarian.store.library import Library
+from librarian.store.statfile import (
+    DigestsFile,
+    Entry,
+    ItemsFile,
+    decode_entry,
+    encode_entry,
+    identity_of,
+    write_digests,
+    write_items,
+)
+
+IDENTITY = (2049, 1234567)
+
+names = st.one_of(
+    st.text(max_size=24),
+    # undecodable bytes, as os.scandir hands them back (surrogate escapes)
+    st.binary(max_size=24).map(lambda b: b.decode("utf-8", "surrogateescape")),
+)
+ids = st.one_of(st.none(), st.tuples(
+    st.binary(min_size=20, max_size=20).map(lambda b: b.hex().encode()),
+    st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())))
+times = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+entries = st.builds(
+    Entry,
+    ids=ids,
+    signature=st.binary(min_size=16, max_size=16),
+    dirs=st.lists(st.tuples(names, times, times), max_size=4).map(tuple),
+    files=st.lists(names, max_size=6).map(lambda f: tuple(sorted(f))),
+)
+
+
+@given(key=names, entry=entries)
+def test_entry_round_trip(key: str, entry: Entry) -> None:
+    record = encode_entry(key, entry)
+    assert decode_entry(memoryview(record)) == (key, entry)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.dictionaries(names, entries, max_size=5), cut=st.integers(min_value=0),
+       flip=st.integers(min_value=0))
+def test_items_file_round_trip_and_damage(
+    tmp_path: Path, items: dict[str, Entry], cut: int, flip: int
+) -> None:
+    path = tmp_path / "items.bin"
+    write_items(path, IDENTITY, [encode_entry(k, e) for k, e in items.items()])
+    read = ItemsFile(path, IDENTITY)
+    assert {read.key(i): decode_entry(read.record(i))[1] for i in range(read.count)} == items
+    assert ItemsFile(path, (IDENTITY[0], IDENTITY[1] + 1)).count == 0, "another library's"
+    data = path.read_bytes()
+    path.write_bytes(data[:cut % len(data)])
+    assert ItemsFile(path, IDENTITY).count == 0, "truncated"
+    damaged = bytearray(data)
+    damaged[flip % len(data)] ^= 0x01
+    path.write_bytes(bytes(damaged))
+    assert ItemsFile(path, IDENTITY).count == 0, "a flipped bit"
+
+
+keys = st.binary(min_size=20, max_size=20)
+values = st.binary(min_size=32, max_size=32)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=st.dictionaries(keys, values, max_size=8), new=st.dictionaries(keys, values,
+                                                                         max_size=8))
+def test_digests_file_merge(tmp_path: Path, old: dict[bytes, bytes],
+                            new: dict[bytes, bytes]) -> None:
+    path = tmp_path / "digests.bin"
+    path.unlink(missing_ok=True)  # tmp_path is shared by the examples
+    count, records = DigestsFile(path, IDENTITY).merged(old)
+    write_digests(path, IDENTITY, count, records)
+    count, records = DigestsFile(path, IDENTITY).merged(new)
+    write_digests(path, IDENTITY, count, records)
+    read = DigestsFile(path, IDENTITY)
+    expected = {**old, **new}
+    assert count == len(expected)
+    for key, value in expected.items():
+        assert read.get(key) == "sha256:" + value.hex()
+    assert read.get(b"\xff" * 20) is None or b"\xff" * 20 in expected
+    assert DigestsFile(path, (0, 0)).get(next(iter(expected), b"")) is None
+
+
+# -- the caches in a library -----------------------------------------------------------
+
+
+class HashCounter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        real = statcache.hash_work_dir
+
+        def counting(root: Path):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return real(root)
+
+        monkeypatch.setattr(statcache, "hash_work_dir", counting)
+
+
+def _stock(library: Path, sources: Path) -> Library:
+    lib = Library(library)
+    retain(lib, make_skill(sources, "alpha", extra_files={"notes/a.md": "aaaa\n"}))
+    retain(lib, make_skill(sources, "beta"))
+    return lib
+
+
+@pytest.fixture
+def settled(library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch) -> Library:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)  # treat the fresh files as settled
+    lib = _stock(library, sources)
+    assert library_status(lib).clean  # writes the caches
+    return lib
+
+
+def _states(lib: Library) -> dict[str, str]:
+    return {i.path: i.status for i in library_status(lib).items}
+
+
+def test_truncated_cache_is_rebuilt(settled: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = settled.cache_dir / statcache.ITEMS_FILE
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    counter = HashCounter(monkeypatch)
+    assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}
+    assert counter.calls == 2, "nothing is trusted from a truncated cache"
+    assert ItemsFile(path, identity_of(settled.git_dir)).count == 2, "and it is written anew"
+    assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}
+    assert counter.calls == 2
+
+
+def test_cache_of_another_library_is_not_read(
+    settled: Library, tmp_path: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init_library(tmp_path / "other", "other-lib")
+    other = _stock(tmp_path / "other", sources)
+    library_status(other)
+    # The other library's alpha is edited, then handed this library's cache, whose entries
+    # name the same paths: trusting it could only be by accident, so none is trusted.
+    (other.root / "skills" / "alpha" / "SKILL.md").write_bytes(b"edited\n")
+    for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE):
+        shutil.copyfile(settled.cache_dir / name, other.cache_dir / name)
+    counter = HashCounter(monkeypatch)
+    assert _states(other) == {"skills/alpha": "modified", "skills/beta": "clean"}
+    assert counter.calls == 2
+
+
+def test_symlinked_cache_is_never_followed(
+    settled: Library, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = settled.cache_dir / statcache.ITEMS_FILE
+    outside = tmp_path / "elsewhere.bin"
+    shutil.copyfile(path, outside)  # a valid cache for this very library
+    before = outside.read_bytes()
+    path.unlink()
+    path.symlink_to(outside)
+    (settled.root / "skills" / "alpha" / "SKILL.md").write_bytes(b"edited\n")
+    counter = HashCounter(monkeypatch)
+    assert _states(settled) == {"skills/alpha": "modified", "skills/beta": "clean"}
+    assert counter.calls == 2, "the linked cache was not read"
+    assert outside.read_bytes() == before, "nor written through"
+    assert not path.is_symlink() and path.is_file(), "the link was replaced by a new file"
+
+
+def test_linked_cache_directory_is_not_written_through(
+    library: Path, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    lib = _stock(library, sources)
+    shutil.rmtree(lib.cache_dir, ignore_errors=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lib.cache_dir.symlink_to(elsewhere, target_is_directory=True)
+    cache = statcache.WorkTreeCache(lib.cache_dir)
+    cache.item_hash("skills/beta", str(lib.root / "skills" / "beta"))
+    cache.save()
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_json_caches_of_older_versions_are_dropped(settled: Library) -> None:
+    for name in ("items.json", "digests.json"):
+        (settled.cache_dir / name).write_text('{"version": 3, "entries": {}}')
+    (settled.root / "skills" / "alpha" / "SKILL.md").write_bytes(b"edited\n")
+    assert _states(settled)["skills/alpha"] == "modified"
+    assert not (settled.cache_dir / "items.json").exists()
+
+
+def test_items_are_found_in_any_order(settled: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records are read in the order of the last pass; another order still finds each."""
+    counter = HashCounter(monkeypatch)
+    cache = statcache.WorkTreeCache(settled.cache_dir)
+    for path in ("skills/beta", "skills/alpha", "skills/beta"):
+        assert cache.item_hash(path, str(settled.root / path)) is not None
+    assert counter.calls == 0
+    cache.save(partial=True)
+    assert ItemsFile(settled.cache_dir / statcache.ITEMS_FILE,
+                     identity_of(settled.git_dir)).count == 2

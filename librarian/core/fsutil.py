@@ -157,7 +157,7 @@ def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> 
     path.chmod(mode)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes | bytearray, *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
     directory = path.parent
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")

@@ -21,6 +21,7 @@ import os
 import stat
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,6 +213,25 @@ class WorkTreeCache:
             del self._seen[key]
         return ids
 
+    def _merged(self) -> Iterator[bytes | memoryview]:
+        """The old records with this pass's in their place, new ones at the end: streamed,
+        so a pass over a few items keeps no map of the others' keys."""
+        file, seen = self._file, self._seen
+        done: set[str] = set()  # keys of this pass already written
+        for i in range(file.count):
+            key = file.key(i)
+            if key is None:
+                continue
+            value = seen.get(key)
+            if value is None:
+                yield file.record(i)
+            elif key not in done:
+                done.add(key)
+                yield file.record(value) if isinstance(value, int) else value
+        for key, value in seen.items():
+            if key not in done:
+                yield file.record(value) if isinstance(value, int) else value
+
     def save(self, *, partial: bool = False) -> None:
         # Entries of directories not seen this time are dropped, so the cache never grows
         # past the library's size. ``partial``: this pass looked at only some directories
@@ -222,20 +242,8 @@ class WorkTreeCache:
             return
         if self._identity is None or not _can_save(self._path):
             return
-        records: list[bytes | memoryview] = []
-        if partial:
-            taken = set()
-            for i in range(file.count):
-                key = file.key(i)
-                if key is None or key in taken:
-                    continue
-                taken.add(key)
-                value = seen.get(key, i)
-                records.append(file.record(value) if isinstance(value, int) else value)
-            records += [v for k, v in seen.items() if k not in taken and isinstance(v, bytes)]
-        else:
-            records = [file.record(v) if isinstance(v, int) else v for v in seen.values()]
-        write_items(self._path, self._identity, records)
+        write_items(self._path, self._identity, self._merged() if partial else (
+            file.record(v) if isinstance(v, int) else v for v in seen.values()))
         _drop_legacy(self._path)
 
 
@@ -271,7 +279,6 @@ class DigestCache:
     def save(self) -> None:
         if not self._new or self._identity is None or not _can_save(self._path):
             return
-        count, records = self._file.merged(self._new)
-        write_digests(self._path, self._identity, count, records)
+        write_digests(self._path, self._identity, self._file.merged(self._new))
         self._new = {}
         _drop_legacy(self._path)

@@ -33,6 +33,7 @@ import stat
 import struct
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,13 +106,18 @@ def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[memoryvi
     return body[HEADER.size:], count
 
 
-def _write(path: Path, magic: bytes, identity: Identity, count: int,
-           records: bytes | bytearray) -> None:
-    out = bytearray(HEADER.pack(magic, VERSION, *identity, count))
-    out += records
+def _write(path: Path, magic: bytes, identity: Identity,
+           records: Iterable[bytes | memoryview]) -> None:
+    """One buffer, built in place: the file's bytes exist once while it is written."""
+    out = bytearray(HEADER.size)
+    count = 0
+    for record in records:
+        out += record
+        count += 1
+    HEADER.pack_into(out, 0, magic, VERSION, *identity, count)
     out += hashlib.blake2b(out, digest_size=TRAILER).digest()
     with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
-        atomic_write(path, bytes(out))
+        atomic_write(path, out)
 
 
 # -- items.bin -----------------------------------------------------------------------------
@@ -229,8 +235,8 @@ class ItemsFile:
             return None
 
 
-def write_items(path: Path, identity: Identity, records: list[bytes | memoryview]) -> None:
-    _write(path, ITEMS_MAGIC, identity, len(records), b"".join(records))
+def write_items(path: Path, identity: Identity, records: Iterable[bytes | memoryview]) -> None:
+    _write(path, ITEMS_MAGIC, identity, records)
 
 
 # -- digests.bin ---------------------------------------------------------------------------
@@ -271,24 +277,23 @@ class DigestsFile:
         start = i * _DIGEST_RECORD + 20
         return _DIGEST_PREFIX + self._data[start:start + 32].hex()
 
-    def merged(self, new: dict[bytes, bytes]) -> tuple[int, bytearray]:
-        """The records of this file with ``new`` (tree id -> 32 bytes) added or replacing."""
-        out = bytearray()
+    def merged(self, new: dict[bytes, bytes]) -> Iterator[bytes | memoryview]:
+        """The records of this file with ``new`` (tree id -> 32 bytes) added or replacing,
+        in order."""
         added = sorted(new.items())
         j = 0
         for i, key in enumerate(self._keys):
             while j < len(added) and added[j][0] < key:
-                out += added[j][0] + added[j][1]
+                yield added[j][0] + added[j][1]
                 j += 1
             if j < len(added) and added[j][0] == key:  # replaced
-                out += added[j][0] + added[j][1]
+                yield added[j][0] + added[j][1]
                 j += 1
                 continue
-            out += self._data[i * _DIGEST_RECORD:(i + 1) * _DIGEST_RECORD]
+            yield self._data[i * _DIGEST_RECORD:(i + 1) * _DIGEST_RECORD]
         for key, value in added[j:]:
-            out += key + value
-        return len(out) // _DIGEST_RECORD, out
+            yield key + value
 
 
-def write_digests(path: Path, identity: Identity, count: int, records: bytearray) -> None:
-    _write(path, DIGESTS_MAGIC, identity, count, records)
+def write_digests(path: Path, identity: Identity, records: Iterable[bytes | memoryview]) -> None:
+    _write(path, DIGESTS_MAGIC, identity, records)

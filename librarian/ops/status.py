@@ -106,15 +106,6 @@ def _work_entries(library: Library) -> tuple[set[str], list[str]]:
     return dirs, sorted(strays)
 
 
-def _is_real_dir(root: str, path: str) -> bool:
-    """A directory, not a symlink to one (a linked item is never clean). A str path: this
-    runs for every managed item, and a Path would intern each of its parts."""
-    try:
-        return stat.S_ISDIR(os.lstat(f"{root}/{path}").st_mode)
-    except OSError:
-        return False
-
-
 def _exists(library: Library, path: str) -> bool:
     target = library.path_of(path)
     return target.exists() or target.is_symlink()
@@ -164,11 +155,12 @@ def _item_statuses(
     root = str(library.root)
     for item in items:
         uncommitted.discard(item.path)
-        is_dir = item.path in present or (
-            item.state == "managed" and _is_real_dir(root, item.path))
+        # An item directory under sources/ is not listed up front: the cache's first lstat
+        # finds it (a symlink, a file or nothing there is never a clean item).
         try:
-            work = work_cache.item_hash(item.path, f"{root}/{item.path}") if is_dir else None
-        except NotRegularFile:
+            work = work_cache.item_hash(item.path, f"{root}/{item.path}") if (
+                item.path in present or item.state == "managed") else None
+        except (NotRegularFile, FileNotFoundError, NotADirectoryError):
             work = None
         pin = pins.of(item.path) if item.state == "managed" else None
         if work is not None and work.tree_sha1 == item.tree:

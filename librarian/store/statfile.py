@@ -58,12 +58,13 @@ class CacheFormatError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """What the cache remembers of one item directory."""
+    """What the cache remembers of one item directory. Names are bytes (``os.fsencode``):
+    the quick look hands them to ``os.lstat`` as they are, decoding nothing."""
 
     ids: tuple[bytes, str] | None  # (hex SHA-1 tree id, sha256 digest); None: no files
-    signature: bytes  # BLAKE2b-128 over every file's path and STAT record, in path order
-    dirs: tuple[tuple[str, int, int], ...]  # (relative dir, "" for the item; mtime; ctime)
-    files: tuple[str, ...]  # relative paths, sorted
+    signature: bytes  # BLAKE2b-128 over every file's path and stat record, in path order
+    dirs: tuple[tuple[bytes, int, int], ...]  # (relative dir, b"" for the item; mtime; ctime)
+    files: tuple[bytes, ...]  # relative paths, sorted
 
 
 def identity_of(git_dir: Path) -> Identity | None:
@@ -78,8 +79,8 @@ def _name(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[memoryview, int] | None:
-    """The records' bytes (header and trailer cut off) and their count, or None."""
+def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[bytes, int] | None:
+    """The file's bytes (checksum verified) and its record count, or None."""
     if identity is None:
         return None
     try:
@@ -97,13 +98,13 @@ def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[memoryvi
         os.close(fd)
     if len(data) < HEADER.size + TRAILER:
         return None
-    body = memoryview(data)[:-TRAILER]
-    if hashlib.blake2b(body, digest_size=TRAILER).digest() != data[-TRAILER:]:
+    if hashlib.blake2b(memoryview(data)[:-TRAILER], digest_size=TRAILER).digest() != (
+            data[-TRAILER:]):
         return None
     found, version, dev, ino, count = HEADER.unpack_from(data)
     if found != magic or version != VERSION or (dev, ino) != identity:
         return None
-    return body[HEADER.size:], count
+    return data, count
 
 
 def _write(path: Path, magic: bytes, identity: Identity,
@@ -137,102 +138,100 @@ def encode_entry(key: str, entry: Entry) -> bytes:
         raise ValueError("a signature is 16 bytes")
     parts += [entry.signature, _U16.pack(len(entry.dirs))]
     for relative, mtime, ctime in entry.dirs:
-        parts += [_U16.pack(len(_name(relative))), _name(relative),
-                  _DIR_TIMES.pack(mtime, ctime)]
+        parts += [_U16.pack(len(relative)), relative, _DIR_TIMES.pack(mtime, ctime)]
     parts.append(_U32.pack(len(entry.files)))
-    for relative in entry.files:
-        parts += [_U16.pack(len(_name(relative))), _name(relative)]
+    for name in entry.files:
+        parts += [_U16.pack(len(name)), name]
     body = b"".join(parts)
     return _U32.pack(len(body) + 4) + body
 
 
-def _text(data: memoryview, pos: int, length: int) -> str:
-    if pos + length > len(data):
-        raise CacheFormatError("a name runs past its record")
-    return bytes(data[pos:pos + length]).decode("utf-8", "surrogateescape")
-
-
-def decode_entry(record: memoryview) -> tuple[str, Entry]:
-    """The key and entry of one record (exactly one record's bytes)."""
+def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[str, Entry]:
+    """The key and entry of the record at ``data[start:end]`` (exactly one record)."""
+    end = len(data) if end is None else end
+    u16, u32, times = _U16.unpack_from, _U32.unpack_from, _DIR_TIMES.unpack_from
     try:
-        pos = 4
-        (length,) = _U16.unpack_from(record, pos)
-        key = _text(record, pos + 2, length)
+        pos = start + 4
+        (length,) = u16(data, pos)
+        key = data[pos + 2:pos + 2 + length].decode("utf-8", "surrogateescape")
         pos += 2 + length
-        has_ids = record[pos]
-        tree = bytes(record[pos + 1:pos + 21])
-        digest = _DIGEST_PREFIX + record[pos + 21:pos + 53].hex()
-        pos += 53
-        signature = bytes(record[pos:pos + SIGNATURE])
-        if len(signature) != SIGNATURE:
-            raise CacheFormatError("a signature runs past its record")
-        pos += SIGNATURE
-        if has_ids not in (0, 1) or len(digest) != len(_DIGEST_PREFIX) + 64:
+        has_ids = data[pos]
+        tree = data[pos + 1:pos + 21]
+        raw = data[pos + 21:pos + 53]
+        signature = data[pos + 53:pos + 53 + SIGNATURE]
+        pos += 53 + SIGNATURE
+        if has_ids not in (0, 1) or len(signature) != SIGNATURE or pos > end:
             raise CacheFormatError("bad ids")
-        ids = (tree.hex().encode(), digest) if has_ids == 1 else None
-        (count,) = _U16.unpack_from(record, pos)
+        ids = (tree.hex().encode(), _DIGEST_PREFIX + raw.hex()) if has_ids == 1 else None
+        (count,) = u16(data, pos)
         pos += 2
         dirs = []
         for _ in range(count):
-            (length,) = _U16.unpack_from(record, pos)
-            relative = _text(record, pos + 2, length)
-            mtime, ctime = _DIR_TIMES.unpack_from(record, pos + 2 + length)
-            dirs.append((relative, mtime, ctime))
-            pos += 2 + length + _DIR_TIMES.size
-        (count,) = _U32.unpack_from(record, pos)
+            (length,) = u16(data, pos)
+            pos += 2 + length
+            mtime, ctime = times(data, pos)
+            dirs.append((data[pos - length:pos], mtime, ctime))
+            pos += 16
+        (count,) = u32(data, pos)
         pos += 4
         files = []
         for _ in range(count):
-            (length,) = _U16.unpack_from(record, pos)
-            files.append(_text(record, pos + 2, length))
+            (length,) = u16(data, pos)
             pos += 2 + length
-    except (struct.error, IndexError, UnicodeDecodeError) as error:
+            files.append(data[pos - length:pos])
+    except (struct.error, IndexError) as error:
         raise CacheFormatError(str(error)) from None
-    if pos != len(record):
+    if pos != end:
         raise CacheFormatError("a record's length does not match its content")
     return key, Entry(ids, signature, tuple(dirs), tuple(files))
 
 
 class ItemsFile:
-    """A read ``items.bin``: the records' bytes and where each starts."""
+    """A read ``items.bin``: the file's bytes and where each record starts."""
 
     def __init__(self, path: Path, identity: Identity | None) -> None:
-        self.records = memoryview(b"")
+        self.data = b""
         self.offsets = array("Q", [0])  # start of every record, plus the end of the last
         found = _read(path, ITEMS_MAGIC, identity)
         if found is None:
             return
-        records, count = found
+        data, count = found
+        limit = len(data) - TRAILER
         offsets = array("Q", bytes(8 * (count + 1)))
-        pos = 0
+        pos = HEADER.size
         for i in range(count):
             offsets[i] = pos
-            if pos + 4 > len(records):
+            if pos + 4 > limit:
                 return
-            (length,) = _U32.unpack_from(records, pos)
+            (length,) = _U32.unpack_from(data, pos)
             if length < 4:
                 return
             pos += length
-        if pos != len(records):
+        if pos != limit:
             return
         offsets[count] = pos
-        self.records, self.offsets = records, offsets
+        self.data, self.offsets = data, offsets
 
     @property
     def count(self) -> int:
         return len(self.offsets) - 1
 
     def record(self, index: int) -> memoryview:
-        return self.records[self.offsets[index]:self.offsets[index + 1]]
+        return memoryview(self.data)[self.offsets[index]:self.offsets[index + 1]]
+
+    def decode(self, index: int) -> tuple[str, Entry]:
+        return decode_entry(self.data, self.offsets[index], self.offsets[index + 1])
 
     def key(self, index: int) -> str | None:
         """The key of record ``index`` (None if it does not decode)."""
-        record = self.record(index)
+        start, end = self.offsets[index], self.offsets[index + 1]
         try:
-            (length,) = _U16.unpack_from(record, 4)
-            return _text(record, 6, length)
-        except (struct.error, CacheFormatError, UnicodeDecodeError):
+            (length,) = _U16.unpack_from(self.data, start + 4)
+        except struct.error:
             return None
+        if start + 6 + length > end:
+            return None
+        return self.data[start + 6:start + 6 + length].decode("utf-8", "surrogateescape")
 
 
 def write_items(path: Path, identity: Identity, records: Iterable[bytes | memoryview]) -> None:
@@ -261,7 +260,8 @@ class DigestsFile:
         found = _read(path, DIGESTS_MAGIC, identity)
         if found is None:
             return
-        data, count = found
+        data = memoryview(found[0])[HEADER.size:-TRAILER]
+        count = found[1]
         if len(data) != count * _DIGEST_RECORD:
             return
         keys = [bytes(data[i:i + 20]) for i in range(0, len(data), _DIGEST_RECORD)]

@@ -23,7 +23,6 @@ from librarian.store.statfile import (
     decode_entry,
     encode_entry,
     identity_of,
-    write_digests,
     write_items,
 )
 
@@ -86,15 +85,15 @@ def test_digests_file_merge(tmp_path: Path, old: dict[bytes, bytes],
                             new: dict[bytes, bytes]) -> None:
     path = tmp_path / "digests.bin"
     path.unlink(missing_ok=True)  # tmp_path is shared by the examples
-    write_digests(path, IDENTITY, DigestsFile(path, IDENTITY).merged(old))
-    write_digests(path, IDENTITY, DigestsFile(path, IDENTITY).merged(new))
+    DigestsFile(path, IDENTITY).write(path, IDENTITY, old)
+    DigestsFile(path, IDENTITY).write(path, IDENTITY, new)
     read = DigestsFile(path, IDENTITY)
     expected = {**old, **new}
-    assert len(list(read.merged({}))) == len(expected)
+    assert len(read) == len(expected)
     for key, value in expected.items():
-        assert read.get(key) == "sha256:" + value.hex()
-    assert read.get(b"\xff" * 20) is None or b"\xff" * 20 in expected
-    assert DigestsFile(path, (0, 0)).get(next(iter(expected), b"")) is None
+        assert read.digest(key) == "sha256:" + value.hex()
+    assert read.digest(b"\xff" * 20) is None or b"\xff" * 20 in expected
+    assert DigestsFile(path, (0, 0)).digest(next(iter(expected), b"")) is None
 
 
 # -- the caches in a library -----------------------------------------------------------
@@ -208,3 +207,24 @@ def test_items_are_found_in_any_order(settled: Library, monkeypatch: pytest.Monk
     cache.save(partial=True)
     assert ItemsFile(settled.cache_dir / statcache.ITEMS_FILE,
                      identity_of(settled.git_dir)).count == 2
+
+
+def test_kinds_memo_is_binary_and_a_damaged_one_is_ignored(settled: Library) -> None:
+    from librarian.store.memo import ShortMemo
+
+    path = settled.cache_dir / "kinds.bin"
+    with settled.store() as store:
+        memo = ShortMemo.of(store, "kinds")
+        memo.put("ab" * 20, "recipe")
+        memo.put("cd" * 20, "")
+        memo.put("not hex", "skill")  # not a tree id: not remembered
+        memo.put("ef" * 20, "far too long a word")  # not a word: not remembered
+        memo.save()
+    with settled.store() as store:
+        memo = ShortMemo.of(store, "kinds")
+        assert (memo.get("ab" * 20), memo.get("cd" * 20)) == ("recipe", "")
+        assert memo.get("ef" * 20) is None and memo.get("not hex") is None
+    path.write_bytes(path.read_bytes()[:-1])
+    with settled.store() as store:
+        assert ShortMemo.of(store, "kinds").get("ab" * 20) is None
+    assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}

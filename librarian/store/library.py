@@ -16,7 +16,7 @@ from librarian.formats.config import (
 from librarian.formats.userconfig import config_path, load_user_config
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.guard import refuse_linked_state
-from librarian.store.memo import TreeMemo
+from librarian.store.memo import ShortMemo
 
 STATE_DIR = "librarian"  # inside .git/
 
@@ -132,11 +132,11 @@ class Item:
 def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
     """The kind of the item whose tree is ``tree`` (None: not an item), remembered by tree
     id: listing 10,000 items then reads no item's tree again (store/memo.py)."""
-    memo = TreeMemo.of(store, "kinds")
+    memo = ShortMemo.of(store, "kinds")
     key = tree.decode()
     known = memo.get(key)
-    if known is not None:
-        return known if known in MANIFEST_FILES else None
+    if known is not None:  # "" when not an item
+        return next((k for k in MANIFEST_FILES if k == known), None)
     entries = store.tree_items(tree)
     found = [k for k, manifest in MANIFEST_FILES.items() if manifest in entries]
     kind: ItemKind | None = found[0] if len(found) == 1 else None

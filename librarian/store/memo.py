@@ -7,6 +7,10 @@ time a command asks, and written back (atomically; a cache that cannot be writte
 slower) by ``save_all`` where a command has succeeded (``status``, ``inspect``, a
 committed transaction), so a refused command leaves nothing behind. Never created in a
 directory that is not a library. A memo past ``MAX_ENTRIES`` starts over.
+
+A ``ShortMemo`` holds one short word per tree id (an item's kind, read for every item a
+command lists) in ``<name>.bin``: sorted fixed-shape records (``store/statfile.py``)
+read as one buffer, so 10,000 kinds are 280 KB of bytes rather than a JSON map.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from typing import Any
 
 from librarian.core.fsutil import atomic_write
 from librarian.store.gitstore import GitStore
+from librarian.store.statfile import SHORT_MEMO_MAGIC, SortedFile, identity_of
 
 MAX_ENTRIES = 500_000
 _VERSION = 1
 _open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo]] = weakref.WeakKeyDictionary()
+_short: weakref.WeakKeyDictionary[GitStore, dict[str, ShortMemo]] = weakref.WeakKeyDictionary()
+_WORD = 8
 
 
 class TreeMemo:
@@ -51,6 +58,8 @@ class TreeMemo:
         """Write back every memo of ``store`` that learned something."""
         for memo in _open.get(store, {}).values():
             memo.save()
+        for short in _short.get(store, {}).values():
+            short.save()
 
     def get(self, key: str) -> Any:
         return self._entries.get(key)
@@ -71,3 +80,59 @@ class TreeMemo:
             atomic_write(self._path, json.dumps(
                 {"version": _VERSION, "entries": self._entries},
                 separators=(",", ":")).encode())
+
+
+class ShortMemo:
+    """Tree id (hex) -> a word of at most 8 ASCII bytes, in ``<name>.bin``."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._identity = identity_of(path.parent.parent.parent)  # .git
+        self._file = SortedFile(path, SHORT_MEMO_MAGIC, self._identity, _WORD)
+        self._new: dict[bytes, bytes] = {}
+
+    @classmethod
+    def of(cls, store: GitStore, name: str) -> ShortMemo:
+        """The short memo ``name`` of this open store (one per store and name)."""
+        memos = _short.setdefault(store, {})
+        memo = memos.get(name)
+        if memo is None:
+            memo = memos[name] = cls(store.root / ".git" / "librarian" / "cache" /
+                                     f"{name}.bin")
+        return memo
+
+    def get(self, key: str) -> str | None:
+        try:
+            tree = bytes.fromhex(key)
+        except ValueError:
+            return None
+        value = self._new.get(tree)
+        if value is None:
+            value = self._file.get(tree)
+        if value is None:
+            return None
+        try:
+            return value.rstrip(b"\0").decode("ascii")
+        except UnicodeDecodeError:
+            return None
+
+    def put(self, key: str, value: str) -> None:
+        try:
+            tree, word = bytes.fromhex(key), value.encode("ascii")
+        except (ValueError, UnicodeEncodeError):
+            return  # not a tree id, or not a word: not remembered
+        if len(tree) != 20 or len(word) > _WORD or self.get(key) == value:
+            return
+        self._new[tree] = word.ljust(_WORD, b"\0")
+
+    def save(self) -> None:
+        if not self._new or self._identity is None or not self._path.parent.parent.is_dir():
+            return
+        with contextlib.suppress(OSError):
+            self._path.parent.mkdir(exist_ok=True)
+            if not self._path.parent.is_symlink():
+                if len(self._file) + len(self._new) > MAX_ENTRIES:  # start over
+                    self._file = SortedFile(self._path, SHORT_MEMO_MAGIC, None, _WORD)
+                self._file.write(self._path, self._identity, self._new)
+                (self._path.parent / f"{self._path.stem}.json").unlink(missing_ok=True)
+        self._new = {}

@@ -37,7 +37,6 @@ from librarian.store.statfile import (
     digest_bytes,
     encode_entry,
     identity_of,
-    write_digests,
     write_items,
 )
 
@@ -260,7 +259,7 @@ class DigestCache:
 
     def _known(self, key: bytes) -> str | None:
         new = self._new.get(key)
-        return "sha256:" + new.hex() if new is not None else self._file.get(key)
+        return "sha256:" + new.hex() if new is not None else self._file.digest(key)
 
     def remember(self, tree: ObjectId, digest: str) -> None:
         key = bytes.fromhex(tree.decode())
@@ -281,6 +280,6 @@ class DigestCache:
     def save(self) -> None:
         if not self._new or self._identity is None or not _can_save(self._path):
             return
-        write_digests(self._path, self._identity, self._file.merged(self._new))
+        self._file.write(self._path, self._identity, self._new)
         self._new = {}
         _drop_legacy(self._path)

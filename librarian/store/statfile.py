@@ -10,10 +10,12 @@ fixed-shape records read as one bytes buffer, decoded only where a command asks.
             | u32 files | (u16 name length | name)*
     trailer BLAKE2b-128 of everything before it
 
-``digests.bin`` (committed tree id -> digest)::
+``digests.bin`` (committed tree id -> digest) and the short memos (``store/memo.py``,
+tree id -> a word of at most 8 ASCII bytes, e.g. an item's kind: ``kinds.bin``)::
 
-    header  b"LBDG" | u32 version | u64 st_dev | u64 st_ino | u32 count
-    record  20-byte SHA-1 tree id | 32-byte SHA-256 (sorted by tree id, no duplicates)
+    header  b"LBDG" (b"LBSM") | u32 version | u64 st_dev | u64 st_ino | u32 count
+    record  20-byte SHA-1 tree id | 32-byte SHA-256 (8-byte word, NUL-padded)
+            (sorted by tree id, no duplicates)
     trailer BLAKE2b-128 of everything before it
 
 Little-endian; names are UTF-8 (surrogate escapes for undecodable bytes). ``st_dev`` and
@@ -42,13 +44,13 @@ from librarian.core.fsutil import atomic_write
 VERSION = 1
 ITEMS_MAGIC = b"LBWT"
 DIGESTS_MAGIC = b"LBDG"
+SHORT_MEMO_MAGIC = b"LBSM"
 HEADER = struct.Struct("<4sLQQL")
 TRAILER = 16
 SIGNATURE = 16
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<L")
 _DIR_TIMES = struct.Struct("<qq")
 _DIGEST_PREFIX = "sha256:"
-_DIGEST_RECORD = 52
 Identity = tuple[int, int]  # (st_dev, st_ino) of the library's .git directory
 
 
@@ -251,37 +253,42 @@ def digest_bytes(digest: str) -> bytes | None:
         return None
 
 
-class DigestsFile:
-    """A read ``digests.bin``: sorted tree ids, found by bisection."""
+class SortedFile:
+    """A read file of sorted fixed-shape records: a 20-byte tree id, then ``width`` bytes
+    of value; found by bisection over the ids."""
 
-    def __init__(self, path: Path, identity: Identity | None) -> None:
+    def __init__(self, path: Path, magic: bytes, identity: Identity | None,
+                 width: int) -> None:
+        self._magic, self._width, self._size = magic, width, 20 + width
         self._data = memoryview(b"")
         self._keys: list[bytes] = []
-        found = _read(path, DIGESTS_MAGIC, identity)
+        found = _read(path, magic, identity)
         if found is None:
             return
         data = memoryview(found[0])[HEADER.size:-TRAILER]
-        count = found[1]
-        if len(data) != count * _DIGEST_RECORD:
+        if len(data) != found[1] * self._size:
             return
-        keys = [bytes(data[i:i + 20]) for i in range(0, len(data), _DIGEST_RECORD)]
+        keys = [bytes(data[i:i + 20]) for i in range(0, len(data), self._size)]
         if any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
             return  # not sorted, or a duplicate
         self._data, self._keys = data, keys
 
-    def get(self, tree: bytes) -> str | None:
-        """The digest of the binary tree id ``tree``, or None."""
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def get(self, tree: bytes) -> bytes | None:
+        """The value of the binary tree id ``tree``, or None."""
         i = bisect_left(self._keys, tree)
         if i == len(self._keys) or self._keys[i] != tree:
             return None
-        start = i * _DIGEST_RECORD + 20
-        return _DIGEST_PREFIX + self._data[start:start + 32].hex()
+        start = i * self._size + 20
+        return bytes(self._data[start:start + self._width])
 
     def merged(self, new: dict[bytes, bytes]) -> Iterator[bytes | memoryview]:
-        """The records of this file with ``new`` (tree id -> 32 bytes) added or replacing,
+        """The records of this file with ``new`` (tree id -> value) added or replacing,
         in order."""
         added = sorted(new.items())
-        j = 0
+        size, j = self._size, 0
         for i, key in enumerate(self._keys):
             while j < len(added) and added[j][0] < key:
                 yield added[j][0] + added[j][1]
@@ -290,10 +297,24 @@ class DigestsFile:
                 yield added[j][0] + added[j][1]
                 j += 1
                 continue
-            yield self._data[i * _DIGEST_RECORD:(i + 1) * _DIGEST_RECORD]
+            yield self._data[i * size:(i + 1) * size]
         for key, value in added[j:]:
             yield key + value
 
+    def write(self, path: Path, identity: Identity, new: dict[bytes, bytes]) -> None:
+        """This file with ``new`` merged in, written to ``path`` (atomically)."""
+        if any(len(key) != 20 or len(value) != self._width for key, value in new.items()):
+            raise ValueError("a record of the wrong shape")
+        _write(path, self._magic, identity, self.merged(new))
 
-def write_digests(path: Path, identity: Identity, records: Iterable[bytes | memoryview]) -> None:
-    _write(path, DIGESTS_MAGIC, identity, records)
+
+class DigestsFile(SortedFile):
+    """A read ``digests.bin``."""
+
+    def __init__(self, path: Path, identity: Identity | None) -> None:
+        super().__init__(path, DIGESTS_MAGIC, identity, 32)
+
+    def digest(self, tree: bytes) -> str | None:
+        """The digest of the binary tree id ``tree``, or None."""
+        value = self.get(tree)
+        return None if value is None else _DIGEST_PREFIX + value.hex()

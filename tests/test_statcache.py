@@ -33,7 +33,7 @@ names = st.one_of(
     # undecodable bytes, as os.scandir hands them back (surrogate escapes)
     st.binary(max_size=24).map(lambda b: b.decode("utf-8", "surrogateescape")),
 )
-raw_names = st.binary(max_size=24)
+raw_names = st.binary(max_size=24).filter(lambda b: b"\0" not in b)
 ids = st.one_of(st.none(), st.tuples(
     st.binary(min_size=20, max_size=20).map(lambda b: b.hex().encode()),
     st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())))
@@ -228,3 +228,8 @@ def test_kinds_memo_is_binary_and_a_damaged_one_is_ignored(settled: Library) -> 
     with settled.store() as store:
         assert ShortMemo.of(store, "kinds").get("ab" * 20) is None
     assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}
+
+
+def test_a_name_holding_nul_is_refused_by_the_encoder() -> None:
+    with pytest.raises(ValueError):
+        encode_entry("k", Entry(None, bytes(16), (), (b"a\0b",)))

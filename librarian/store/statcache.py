@@ -257,21 +257,19 @@ class DigestCache:
         self._file = DigestsFile(self._path, self._identity)
         self._new: dict[bytes, bytes] = {}
 
-    def _known(self, key: bytes) -> str | None:
+    def _known(self, key: bytes) -> bytes | None:
         new = self._new.get(key)
-        return "sha256:" + new.hex() if new is not None else self._file.digest(key)
+        return new if new is not None else self._file.get(key)
 
     def remember(self, tree: ObjectId, digest: str) -> None:
-        key = bytes.fromhex(tree.decode())
-        if self._known(key) != digest:
-            value = digest_bytes(digest)
-            if value is not None:
-                self._new[key] = value
+        key, value = bytes.fromhex(tree.decode()), digest_bytes(digest)
+        if value is not None and self._known(key) != value:  # raw bytes: no hex
+            self._new[key] = value
 
     def digest(self, store: GitStore, tree: ObjectId) -> str:
         cached = self._known(bytes.fromhex(tree.decode()))
         if cached is not None:
-            return cached
+            return "sha256:" + cached.hex()
         files = store.read_files(tree)
         digest = content_digest((f.path, f.executable, f.data) for f in files)
         self.remember(tree, digest)

@@ -6,8 +6,8 @@ fixed-shape records read as one bytes buffer, decoded only where a command asks.
     header  b"LBWT" | u32 version | u64 st_dev | u64 st_ino | u32 count
     record  u32 length | u16 key length | key | u8 has ids | 20-byte SHA-1 tree id
             | 32-byte SHA-256 digest | 16-byte signature of the files' lstat
-            | u16 dirs  | (u16 name length | name | i64 mtime_ns | i64 ctime_ns)*
-            | u32 files | (u16 name length | name)*
+            | u16 dirs  | u32 length | their names, NUL-separated | (i64 mtime_ns, i64 ctime_ns)*
+            | u32 files | u32 length | their names, NUL-separated
     trailer BLAKE2b-128 of everything before it
 
 ``digests.bin`` (committed tree id -> digest) and the short memos (``store/memo.py``,
@@ -49,7 +49,7 @@ HEADER = struct.Struct("<4sLQQL")
 TRAILER = 16
 SIGNATURE = 16
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<L")
-_DIR_TIMES = struct.Struct("<qq")
+_DIRS, _FILES = struct.Struct("<HL"), struct.Struct("<LL")  # count, names' length
 _DIGEST_PREFIX = "sha256:"
 Identity = tuple[int, int]  # (st_dev, st_ino) of the library's .git directory
 
@@ -126,6 +126,12 @@ def _write(path: Path, magic: bytes, identity: Identity,
 # -- items.bin -----------------------------------------------------------------------------
 
 
+def _joined(names: tuple[bytes, ...]) -> bytes:
+    if any(b"\0" in name for name in names):
+        raise ValueError("a name holds NUL")
+    return b"\0".join(names)
+
+
 def encode_entry(key: str, entry: Entry) -> bytes:
     parts = [b"", _U16.pack(len(_name(key))), _name(key)]
     if entry.ids is None:
@@ -138,23 +144,29 @@ def encode_entry(key: str, entry: Entry) -> bytes:
         parts += [b"\1", bytes.fromhex(tree.decode("ascii")), raw]
     if len(entry.signature) != SIGNATURE:
         raise ValueError("a signature is 16 bytes")
-    parts += [entry.signature, _U16.pack(len(entry.dirs))]
-    for relative, mtime, ctime in entry.dirs:
-        parts += [_U16.pack(len(relative)), relative, _DIR_TIMES.pack(mtime, ctime)]
-    parts.append(_U32.pack(len(entry.files)))
-    for name in entry.files:
-        parts += [_U16.pack(len(name)), name]
+    dirs = _joined(tuple(name for name, _, _ in entry.dirs))
+    files = _joined(entry.files)
+    parts += [entry.signature, _DIRS.pack(len(entry.dirs), len(dirs)), dirs,
+              struct.pack(f"<{2 * len(entry.dirs)}q",
+                          *(t for _, mtime, ctime in entry.dirs for t in (mtime, ctime))),
+              _FILES.pack(len(entry.files), len(files)), files]
     body = b"".join(parts)
     return _U32.pack(len(body) + 4) + body
+
+
+def _split(data: bytes, count: int) -> list[bytes]:
+    names = data.split(b"\0") if count else []
+    if len(names) != count:
+        raise CacheFormatError("a name list does not hold its count")
+    return names
 
 
 def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[str, Entry]:
     """The key and entry of the record at ``data[start:end]`` (exactly one record)."""
     end = len(data) if end is None else end
-    u16, u32, times = _U16.unpack_from, _U32.unpack_from, _DIR_TIMES.unpack_from
     try:
         pos = start + 4
-        (length,) = u16(data, pos)
+        (length,) = _U16.unpack_from(data, pos)
         key = data[pos + 2:pos + 2 + length].decode("utf-8", "surrogateescape")
         pos += 2 + length
         has_ids = data[pos]
@@ -165,27 +177,20 @@ def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[s
         if has_ids not in (0, 1) or len(signature) != SIGNATURE or pos > end:
             raise CacheFormatError("bad ids")
         ids = (tree.hex().encode(), _DIGEST_PREFIX + raw.hex()) if has_ids == 1 else None
-        (count,) = u16(data, pos)
-        pos += 2
-        dirs = []
-        for _ in range(count):
-            (length,) = u16(data, pos)
-            pos += 2 + length
-            mtime, ctime = times(data, pos)
-            dirs.append((data[pos - length:pos], mtime, ctime))
-            pos += 16
-        (count,) = u32(data, pos)
-        pos += 4
-        files = []
-        for _ in range(count):
-            (length,) = u16(data, pos)
-            pos += 2 + length
-            files.append(data[pos - length:pos])
+        count, length = _DIRS.unpack_from(data, pos)
+        pos += _DIRS.size + length
+        names = _split(data[pos - length:pos], count)
+        times = struct.unpack_from(f"<{2 * count}q", data, pos)
+        pos += 16 * count
+        dirs = tuple(zip(names, times[0::2], times[1::2], strict=True))
+        count, length = _FILES.unpack_from(data, pos)
+        pos += _FILES.size + length
+        files = tuple(_split(data[pos - length:pos], count))
     except (struct.error, IndexError) as error:
         raise CacheFormatError(str(error)) from None
     if pos != end:
         raise CacheFormatError("a record's length does not match its content")
-    return key, Entry(ids, signature, tuple(dirs), tuple(files))
+    return key, Entry(ids, signature, dirs, files)
 
 
 class ItemsFile:
@@ -260,15 +265,15 @@ class SortedFile:
     def __init__(self, path: Path, magic: bytes, identity: Identity | None,
                  width: int) -> None:
         self._magic, self._width, self._size = magic, width, 20 + width
-        self._data = memoryview(b"")
+        self._data = b""  # the whole file: records start at HEADER.size
         self._keys: list[bytes] = []
         found = _read(path, magic, identity)
         if found is None:
             return
-        data = memoryview(found[0])[HEADER.size:-TRAILER]
-        if len(data) != found[1] * self._size:
+        data, count = found
+        if len(data) - HEADER.size - TRAILER != count * self._size:
             return
-        keys = [bytes(data[i:i + 20]) for i in range(0, len(data), self._size)]
+        keys = [data[i:i + 20] for i in range(HEADER.size, len(data) - TRAILER, self._size)]
         if any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
             return  # not sorted, or a duplicate
         self._data, self._keys = data, keys
@@ -281,8 +286,8 @@ class SortedFile:
         i = bisect_left(self._keys, tree)
         if i == len(self._keys) or self._keys[i] != tree:
             return None
-        start = i * self._size + 20
-        return bytes(self._data[start:start + self._width])
+        start = HEADER.size + i * self._size + 20
+        return self._data[start:start + self._width]
 
     def merged(self, new: dict[bytes, bytes]) -> Iterator[bytes | memoryview]:
         """The records of this file with ``new`` (tree id -> value) added or replacing,
@@ -297,7 +302,7 @@ class SortedFile:
                 yield added[j][0] + added[j][1]
                 j += 1
                 continue
-            yield self._data[i * size:(i + 1) * size]
+            yield memoryview(self._data)[HEADER.size + i * size:HEADER.size + (i + 1) * size]
         for key, value in added[j:]:
             yield key + value
 

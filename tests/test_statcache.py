@@ -47,6 +47,7 @@ entries = st.builds(
 )
 
 
+@settings(deadline=None)  # a shared, loaded machine
 @given(key=names, entry=entries)
 def test_entry_round_trip(key: str, entry: Entry) -> None:
     record = encode_entry(key, entry)
@@ -54,7 +55,8 @@ def test_entry_round_trip(key: str, entry: Entry) -> None:
     assert decode_entry(b"x" + record + b"y", 1, len(record) + 1) == (key, entry)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=st.dictionaries(names, entries, max_size=5), cut=st.integers(min_value=0),
        flip=st.integers(min_value=0))
 def test_items_file_round_trip_and_damage(
@@ -78,7 +80,8 @@ keys = st.binary(min_size=20, max_size=20)
 values = st.binary(min_size=32, max_size=32)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(old=st.dictionaries(keys, values, max_size=8), new=st.dictionaries(keys, values,
                                                                          max_size=8))
 def test_digests_file_merge(tmp_path: Path, old: dict[bytes, bytes],

@@ -3,7 +3,6 @@ command shows (store/memo.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ def test_inspect_and_status_show_the_same_with_and_without_the_memo(
     cache = library / ".git" / "librarian" / "cache"
     first = cli(capsys, library, "inspect", "--json", "--verbose")
     assert first.code == 0, first.err
-    assert (cache / "inspect.json").is_file()  # kinds.json: for drafts and managed items
+    assert (cache / "inspect.json").is_file()  # kinds.bin: for drafts and managed items
     again = cli(capsys, library, "inspect", "--json", "--verbose")
     assert again.json == first.json
     (cache / "inspect.json").unlink()
@@ -34,6 +33,6 @@ def test_a_damaged_memo_is_ignored(library: Path, sources: Path, capsys: Cap) ->
     fresh = cli(capsys, library, "inspect", "--json").json
     cache = library / ".git" / "librarian" / "cache"
     write(cache / "inspect.json", b"{not json")
-    write(cache / "kinds.json", json.dumps({"version": 999, "entries": []}))
+    write(cache / "kinds.bin", b"LBSM not a memo")
     assert cli(capsys, library, "inspect", "--json").json == fresh
     assert cli(capsys, library, "status").code == 0

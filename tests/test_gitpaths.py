@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from librarian.core.gitpaths import (
+    PLAIN_CHUNK,
     collisions,
+    first_path_problem,
     is_dotgit_name,
     is_dotgitmodules,
     path_problem,
@@ -215,3 +217,15 @@ def test_judging_many_paths_at_once_finds_the_first_refused(paths: list[str]) ->
 
     refused = [(p, path_problem(p)) for p in paths if path_problem(p) is not None]
     assert first_path_problem(paths) == (refused[0] if refused else None)
+
+
+def test_first_path_problem_judges_every_chunk() -> None:
+    """Paths are judged PLAIN_CHUNK at a time (bounded regex state); a bad one in any
+    chunk, the last one included, is still found."""
+    paths = [f"skills/s{i:05d}" for i in range(PLAIN_CHUNK * 2 + 3)]
+    assert first_path_problem(paths) is None
+    for bad_at in (0, PLAIN_CHUNK - 1, PLAIN_CHUNK, len(paths) - 1):
+        broken = [*paths[:bad_at], "skills/.git", *paths[bad_at + 1:]]
+        found = first_path_problem(broken)
+        assert found is not None and found[0] == "skills/.git"
+    assert first_path_problem([]) is None

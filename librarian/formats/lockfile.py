@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from librarian.core.gitpaths import first_path_problem, visible
+from librarian.core.gitpaths import PLAIN_CHUNK, first_path_problem, visible
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
 from librarian.formats.yamlio import load_yaml
@@ -47,9 +47,14 @@ def digest_problem(value: str) -> str | None:
 def _first_digest_problem(items: Mapping[str, str]) -> tuple[str, str] | None:
     """The first item whose digest ``digest_problem`` refuses, with the reason, or None
     (all of them judged in one pass when all are well formed, as they are when read)."""
-    joined = "\n".join(items.values())
-    if joined.count("\n") == len(items) - 1 and _DIGESTS_RE.fullmatch(joined) is not None \
-            and _ZERO_DIGEST not in joined:
+    digests = list(items.values())
+    for start in range(0, len(digests), PLAIN_CHUNK):  # bounded regex state, as for paths
+        chunk = digests[start:start + PLAIN_CHUNK]
+        joined = "\n".join(chunk)
+        if joined.count("\n") != len(chunk) - 1 or _DIGESTS_RE.fullmatch(joined) is None \
+                or _ZERO_DIGEST in joined:
+            break
+    else:
         return None  # no digest holds the separator: each line is one digest
     for path, digest in items.items():
         problem = digest_problem(digest)

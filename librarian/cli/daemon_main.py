@@ -2,10 +2,11 @@
 started by ``librarian daemon start`` (run it in a terminal to see why a start fails).
 
 Not a command: it imports what commands use (typer, click, dulwich, PyYAML, rich, every
-library module) but registers no command module beyond the foundation's, as a fresh
-process has, and builds typer's click command for that table once. A child then
-registers its own command's module as in-process, so its command table, its help and its
-usage errors are exactly the in-process ones.
+library module) and builds typer's click command once for every set of command modules a
+command line can ask for (cli.main.prebuild_tables), leaving the foundation's registered,
+as a fresh process has. A child then registers its own command's module as in-process
+does and finds its table built, so its command table, its help and its usage errors are
+exactly the in-process ones.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from importlib import import_module
 
 import librarian
-from librarian.cli.main import command_table, main
+from librarian.cli.main import main, prebuild_tables
 from librarian.daemon.server import serve
 from librarian.daemon.wire import open_state_dir
 
@@ -36,7 +37,7 @@ def preload() -> None:
             import_module(optional)
         except ImportError:
             pass
-    command_table()  # the foundation's: a child running one of its commands reuses it
+    prebuild_tables()  # a child finds its command's table built
 
 
 def run(argv: list[str]) -> None:

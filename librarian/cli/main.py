@@ -63,9 +63,7 @@ def library_first(args: list[str]) -> list[str]:
 
 
 def register_commands(args: list[str]) -> None:
-    """Import the command module(s) the command line ``args`` needs."""
-    from importlib import import_module
-
+    """Register the command module(s) the command line ``args`` needs on ``app``."""
     command, skip = None, False
     for arg in args:
         if skip:
@@ -78,27 +76,57 @@ def register_commands(args: list[str]) -> None:
             command = arg
             break
     if command in FOUNDATION_COMMANDS:
-        return
-    modules = {COMMAND_MODULES[command]} if command in COMMAND_MODULES else set(
-        COMMAND_MODULES.values())
+        _use(frozenset())
+    elif command in COMMAND_MODULES:
+        _use(frozenset({COMMAND_MODULES[command]}))
+    else:
+        _use(frozenset(COMMAND_MODULES.values()))
+
+
+#: ``app``'s registrations with the foundation's commands only, and what importing each
+#: command module added to them: a table for any set of modules is the foundation's plus
+#: theirs in sorted order, whatever was imported before (the daemon imports them all).
+_BASE = (list(app.registered_commands), list(app.registered_groups))
+_added: dict[str, tuple[list[Any], list[Any]]] = {}
+_in_use: frozenset[str] = frozenset()
+_tables: dict[frozenset[str], click.Command] = {}
+
+
+def _use(modules: frozenset[str]) -> None:
+    """Make ``app`` hold exactly the foundation's commands and those of ``modules``."""
+    from importlib import import_module
+
+    global _in_use
+    commands, groups = list(_BASE[0]), list(_BASE[1])
     for module in sorted(modules):
-        import_module(f"librarian.cli.{module}")
-
-
-_table: tuple[tuple[int, int], click.Command] | None = None
+        if module not in _added:
+            app.registered_commands[:], app.registered_groups[:] = commands, groups
+            import_module(f"librarian.cli.{module}")  # registers its commands when run
+            _added[module] = (app.registered_commands[len(commands):],
+                              app.registered_groups[len(groups):])
+        commands += _added[module][0]
+        groups += _added[module][1]
+    app.registered_commands[:], app.registered_groups[:] = commands, groups
+    _in_use = modules
 
 
 def command_table() -> click.Command:
-    """The click command typer builds from ``app``, built once per set of registered
-    commands: typer inspects every command's signature to build it (13-50 ms for the
-    foundation's here), and the daemon's server builds it once, before any fork
-    (cli/daemon_main.py). Calling it is ``app(...)`` without typer's excepthook, which
-    only shows exceptions ``main`` never lets through."""
-    global _table
-    key = (len(app.registered_commands), len(app.registered_groups))
-    if _table is None or _table[0] != key:
-        _table = (key, typer_main.get_command(app))
-    return _table[1]
+    """The click command typer builds from ``app``, built once per set of command modules:
+    typer inspects every command's signature to build it (13-50 ms for the foundation's
+    here). Calling it is ``app(...)`` without typer's excepthook, which only shows
+    exceptions ``main`` never lets through."""
+    if _in_use not in _tables:
+        _tables[_in_use] = typer_main.get_command(app)
+    return _tables[_in_use]
+
+
+def prebuild_tables() -> None:
+    """Build every table a command line can ask for, once: the daemon's server calls it
+    before it forks, so a child runs its command without typer building anything."""
+    every = frozenset(COMMAND_MODULES.values())
+    for modules in (*(frozenset({m}) for m in sorted(every)), every, frozenset()):
+        _use(modules)
+        command_table()
 
 
 def _fail(

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+from helpers import git, git_env, make_skill, run_process, write
 
 from librarian.cli import main as cli
 from librarian.cli.app import app
@@ -50,3 +53,40 @@ def test_prebuilt_tables_are_reused_not_rebuilt() -> None:
     assert cli._tables == built  # nothing was built after the prebuild
     cli.register_commands(["status"])
     assert _here() == _fresh(["status"])  # the foundation's alone, as at start
+
+
+_CHILD_UPDATE = """
+import json, os, sys
+from librarian.cli.daemon_main import preload
+preload()
+from librarian.cli.main import main
+before = set(sys.modules)
+out, sys.stdout = sys.stdout, open(os.devnull, "w")
+try:
+    main(["--library", sys.argv[1], "update"])
+except SystemExit:
+    pass
+sys.stdout = out
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_daemon_child_imports_nothing_for_an_update(tmp_path: Path) -> None:
+    """What the server preloads covers an update that installs a change (the hot path)."""
+    upstream = tmp_path / "up"
+    make_skill(upstream / "skills", "alpha")
+    git(tmp_path, "init", "-q", "-b", "main", str(upstream))
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-qm", "first")
+    library = tmp_path / "lib"
+    env = {**git_env(), "LIBRARIAN_NO_DAEMON": "1"}
+    for args in (["init", str(library)], ["--library", str(library), "source", "add", "up",
+                                          str(upstream)], ["--library", str(library), "update"]):
+        assert run_process(*args, env=env).returncode == 0
+    write(upstream / "skills" / "alpha" / "notes.md", "new\n")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-qm", "second")
+    out = subprocess.run([sys.executable, "-c", _CHILD_UPDATE, str(library)], check=True,
+                         capture_output=True, text=True, env=env).stdout
+    assert json.loads(out) == []
+    assert "notes.md" in git(library, "ls-tree", "-r", "--name-only", "HEAD").stdout.decode()

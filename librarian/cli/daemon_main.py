@@ -22,6 +22,11 @@ from librarian.daemon.wire import open_state_dir
 
 #: Command-line modules the server loads: the others register commands when imported.
 _CLI_PRELOAD = ("render", "render_item", "render_sources", "progress")
+#: What library functions import only when they run (dulwich's transport for a fetch,
+#: ctypes for syncfs, ...): ~7 ms a child would pay on every update.
+#: tests/test_command_table.py holds a child's update to importing nothing new.
+_LAZY_PRELOAD = ("dulwich.client", "dulwich.worktree", "dulwich.commit_graph",
+                 "dulwich.trailers", "ctypes", "pwd")
 
 
 def preload() -> None:
@@ -32,6 +37,8 @@ def preload() -> None:
         if module.name.startswith(("librarian.cli", "librarian._", "librarian.agents.server")):
             continue
         import_module(module.name)
+    for name in _LAZY_PRELOAD:
+        import_module(name)
     for optional in ("rich.console", "rich.progress"):  # drawn only on a terminal
         try:
             import_module(optional)

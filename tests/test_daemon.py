@@ -163,6 +163,35 @@ def test_terminal_and_pipe_are_told_apart_as_in_process(library: Path, daemon: i
     assert served(library) == before + 2
 
 
+def test_progress_on_a_terminal_through_the_daemon(library: Path, daemon: int,
+                                                  tmp_path: Path) -> None:
+    """The server's streams were opened on /dev/null (seekable); a child's are built anew
+    over the client's terminal, so a progress display (inspect, check) draws and exits 0."""
+    make_skill(tmp_path, "alpha")
+    assert run_process("retain", str(tmp_path / "alpha"), cwd=library).returncode == 0
+    before = served(library)
+    inspected = _on_a_terminal(["inspect"], library, {})  # asserts exit 0
+    checked = _on_a_terminal(["check"], library, {})
+    assert b"alpha" in inspected
+    assert b"internal error" not in inspected + checked
+    assert served(library) == before + 2
+
+
+def test_a_closed_descriptor_or_other_placement_runs_in_process(library: Path,
+                                                              daemon: int) -> None:
+    """A closed stdout would hand the child the client's directory descriptor; another
+    niceness (like CPU affinity, namespaces or cgroup) is not the server's to inherit."""
+    before = served(library)
+    environment = {**os.environ, "LIBRARIAN_LIBRARY": str(library)}
+    closed = subprocess.run(["sh", "-c", f"exec {sys.executable} -m librarian status >&-"],
+                            env=environment, capture_output=True, text=True)
+    assert closed.returncode == 0 and closed.stderr == ""
+    niced = subprocess.run(["nice", "-n", "3", sys.executable, "-m", "librarian", "status"],
+                           env=environment, capture_output=True, text=True)
+    assert niced.returncode == 0 and "clean" in niced.stdout
+    assert served(library) == before
+
+
 def test_a_dead_servers_socket_means_in_process_with_no_error(library: Path) -> None:
     pid = start(library, "--idle", "120")
     os.kill(pid, signal.SIGKILL)

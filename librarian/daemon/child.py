@@ -7,7 +7,6 @@ path ever runs in a child.
 from __future__ import annotations
 
 import atexit
-import io
 import os
 import sys
 import time
@@ -49,8 +48,7 @@ def _become(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> in
         if fd > 2:
             os.close(fd)
     sys.argv = [os.fsdecode(arg) for arg in fields.get(b"arg", [])]
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout.reconfigure(line_buffering=os.isatty(1))
+    _fresh_stdio()
     try:
         code = _exit_code(run(sys.argv[1:]))
     except SystemExit as exc:
@@ -62,6 +60,27 @@ def _become(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> in
         except (OSError, ValueError):
             code = code or 120  # what the interpreter reports when its final flush fails
     return code
+
+
+#: The server's own streams, kept referenced so that they are never flushed (nor closed)
+#: into the client's descriptors.
+_server_streams: list[object] = []
+
+
+def _fresh_stdio() -> None:
+    """New text streams over fds 0-2, built as the interpreter builds them at start. The
+    server's were opened on /dev/null, and a buffered file remembers that its descriptor
+    was seekable: on a terminal, click's text-writer check then calls tell() (ESPIPE)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        _server_streams.append(old)
+        line_buffered = fd == 2 or os.isatty(fd)
+        stream = open(fd, "r" if fd == 0 else "w", buffering=1 if line_buffered else -1,
+                      encoding=getattr(old, "encoding", None) or "utf-8",
+                      errors=getattr(old, "errors", None) or "strict",
+                      newline="\n", closefd=False)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _exit_code(value: object) -> int:

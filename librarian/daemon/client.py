@@ -64,6 +64,8 @@ def forward(args: list[str]) -> int | None:
         root = library_root(args)
         if root is None:
             return None
+        for fd in (0, 1, 2):
+            os.fstat(fd)  # a closed one would be taken by the open below: run in-process
         here = os.open(".", _CWD_FLAGS)
     except OSError:
         return None

@@ -172,8 +172,29 @@ def settings() -> bytes:
               if hasattr(resource, name)]
     parts = [sys.executable, sys.version, repr(sys.flags), repr(sys._xoptions),
              repr(sys.warnoptions), repr(_import_path()), repr(os.getgid()),
-             repr(os.getegid()), repr(sorted(os.getgroups())), *env, *limits]
+             repr(os.getegid()), repr(sorted(os.getgroups())), *env, *limits,
+             *_placement()]
     return "\n".join(parts).encode("utf-8", "surrogateescape")
+
+
+def _placement() -> list[str]:
+    """Niceness, CPU affinity, namespaces and cgroup: a child has the server's, so a
+    caller under others (`nice`, `taskset`, `unshare -n`, `systemd-run -p MemoryMax=`)
+    runs in-process rather than escape them."""
+    parts = [f"nice={os.getpriority(os.PRIO_PROCESS, 0)}"]
+    if hasattr(os, "sched_getaffinity"):
+        parts.append(f"cpus={sorted(os.sched_getaffinity(0))}")
+    for name in ("cgroup", "ipc", "mnt", "net", "pid", "user", "uts"):
+        try:
+            parts.append(f"ns={os.readlink(f'/proc/self/ns/{name}')}")
+        except OSError:
+            parts.append(f"ns={name}:-")
+    try:
+        with open("/proc/self/cgroup", "rb") as handle:
+            parts.append("cgroup=" + handle.read(4096).decode("utf-8", "replace"))
+    except OSError:
+        parts.append("cgroup=-")
+    return parts
 
 
 # -- the request --------------------------------------------------------------------------

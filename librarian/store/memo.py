@@ -19,7 +19,7 @@ import contextlib
 import json
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from librarian.core.fsutil import atomic_write
 from librarian.store.gitstore import GitStore
@@ -27,9 +27,21 @@ from librarian.store.statfile import SHORT_MEMO_MAGIC, SortedFile, identity_of
 
 MAX_ENTRIES = 500_000
 _VERSION = 1
-_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo]] = weakref.WeakKeyDictionary()
-_short: weakref.WeakKeyDictionary[GitStore, dict[str, ShortMemo]] = weakref.WeakKeyDictionary()
+#: The memos of each open store, by file name in its ``.git/librarian/cache``.
+_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo]] = \
+    weakref.WeakKeyDictionary()
 _WORD = 8
+_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo")
+
+
+def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
+    """The memo in ``cache/<file_name>`` of this open store (one per store and file)."""
+    memos = _open.setdefault(store, {})
+    memo = memos.get(file_name)
+    if not isinstance(memo, kind):
+        memo = kind(store.root / ".git" / "librarian" / "cache" / file_name)
+        memos[file_name] = memo
+    return memo
 
 
 class TreeMemo:
@@ -46,20 +58,13 @@ class TreeMemo:
     @classmethod
     def of(cls, store: GitStore, name: str) -> TreeMemo:
         """The memo ``name`` of this open store (one per store and name)."""
-        memos = _open.setdefault(store, {})
-        memo = memos.get(name)
-        if memo is None:
-            memo = memos[name] = cls(store.root / ".git" / "librarian" / "cache" /
-                                     f"{name}.json")
-        return memo
+        return _one_per_store(cls, store, f"{name}.json")
 
     @staticmethod
     def save_all(store: GitStore) -> None:
         """Write back every memo of ``store`` that learned something."""
         for memo in _open.get(store, {}).values():
             memo.save()
-        for short in _short.get(store, {}).values():
-            short.save()
 
     def get(self, key: str) -> Any:
         return self._entries.get(key)
@@ -94,12 +99,7 @@ class ShortMemo:
     @classmethod
     def of(cls, store: GitStore, name: str) -> ShortMemo:
         """The short memo ``name`` of this open store (one per store and name)."""
-        memos = _short.setdefault(store, {})
-        memo = memos.get(name)
-        if memo is None:
-            memo = memos[name] = cls(store.root / ".git" / "librarian" / "cache" /
-                                     f"{name}.bin")
-        return memo
+        return _one_per_store(cls, store, f"{name}.bin")
 
     def get(self, key: str) -> str | None:
         try:

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from update import ENV, change_upstream, run, write_skill  # noqa: E402
+from update import ENV, change_upstream, make_upstream, run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
 CASES = ("install", "floor", "status", "noop", "noop-cold", "update10", "update100", "inspect",
@@ -176,12 +176,7 @@ def main() -> None:
     print(f"{args.items} items, {args.runs} paired runs; contenders: "
           + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
     try:
-        upstream.mkdir()
-        run(["git", "init", "-q", "-b", "main"], upstream)
-        for number in range(args.items):
-            write_skill(upstream, f"skill-{number:05d}")
-        run(["git", "add", "-A"], upstream)
-        run(["git", "commit", "-q", "-m", "initial"], upstream)
+        make_upstream(upstream, args.items)
         installs: dict[str, list[float]] = {"git": []}
         installs["git"].append(measure(["git", "clone", "-q", str(upstream), str(clone)], work,
                                        ENV)[0])

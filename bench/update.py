@@ -70,6 +70,16 @@ def write_skill(root: Path, name: str, revision: int = 0) -> None:
             path.chmod(0o755)
 
 
+def make_upstream(upstream: Path, items: int) -> None:
+    """A git repository of ``items`` skills, committed once."""
+    upstream.mkdir()
+    run(["git", "init", "-q", "-b", "main"], upstream)
+    for number in range(items):
+        write_skill(upstream, f"skill-{number:05d}")
+    run(["git", "add", "-A"], upstream)
+    run(["git", "commit", "-q", "-m", "initial"], upstream)
+
+
 def change_upstream(upstream: Path, items: int, changed: int, revision: int) -> None:
     step = max(1, items // changed)
     for number in range(0, step * changed, step):
@@ -99,12 +109,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     upstream, library, clone = work / "upstream", work / "library", work / "clone"
     try:
-        upstream.mkdir()
-        run(["git", "init", "-q", "-b", "main"], upstream)
-        for number in range(args.items):
-            write_skill(upstream, f"skill-{number:05d}")
-        run(["git", "add", "-A"], upstream)
-        run(["git", "commit", "-q", "-m", "initial"], upstream)
+        make_upstream(upstream, args.items)
         run(["git", "clone", "-q", str(upstream), str(clone)], work)
         run(LIBRARIAN + ["init", str(library), "--name", "bench"], work)
         run(LIBRARIAN + ["--library", str(library), "source", "add", "team", str(upstream)],

@@ -22,7 +22,7 @@ from librarian.formats.lockfile import LockedSource as LockedSource
 from librarian.formats.lockfile import digest_problem as digest_problem
 from librarian.formats.lockfile import dump_lock as dump_lock
 from librarian.formats.lockfile import load_lock as load_lock
-from librarian.formats.yamlio import dump_yaml, load_yaml
+from librarian.formats.yamlio import dump_yaml, load_yaml, mapping_of
 
 # librarian.lock has its own module (formats/lockfile.py, a fixed shape read without a
 # general YAML parse); its names are re-exported here with the other committed files.
@@ -65,14 +65,6 @@ class LibraryConfig:
         return DEFAULT_AGENT_VERBS if self.agents_may is None else self.agents_may
 
 
-def _mapping(value: object, what: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise UsageError(f"{what} must be a mapping")
-    return value
-
-
 def _strings(value: object, what: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -88,25 +80,25 @@ def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
 
 
 def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig:
-    doc = _mapping(load_yaml(data, where), where)
+    doc = mapping_of(load_yaml(data, where), where)
     _unknown(doc, {"librarian", "name", "policy", "skills", "sources", "agents"}, where)
     if doc.get("librarian") != 1:
         raise UsageError(f"{where}: 'librarian: 1' is required (format version)")
     name = doc.get("name")
     if not isinstance(name, str) or name_problem(name):
         raise UsageError(f"{where}: name must be a valid library name, got {name!r}")
-    policy_doc = _mapping(doc.get("policy"), f"{where}: policy")
+    policy_doc = mapping_of(doc.get("policy"), f"{where}: policy")
     allowed = {f.name for f in fields(Policy)}
     _unknown(policy_doc, allowed, f"{where}: policy")
     _check_policy(policy_doc, where)
-    skills = _mapping(doc.get("skills"), f"{where}: skills")
+    skills = mapping_of(doc.get("skills"), f"{where}: skills")
     _unknown(skills, {"resident", "hidden"}, f"{where}: skills")
     sources: dict[str, SourceConfig] = {}
-    for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
+    for source_name, spec in mapping_of(doc.get("sources"), f"{where}: sources").items():
         what = f"{where}: sources.{source_name}"
         if name_problem(source_name):
             raise UsageError(f"{what}: invalid source name")
-        spec = _mapping(spec, what)
+        spec = mapping_of(spec, what)
         _unknown(spec, {"url", "ref", "include", "exclude", "trust"}, what)
         url, ref = spec.get("url"), spec.get("ref", "main")
         if not isinstance(url, str) or not url:
@@ -124,7 +116,7 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
             exclude=_strings(spec.get("exclude"), f"{what}.exclude"),
             trust=_strings(spec.get("trust"), f"{what}.trust"),
         )
-    agents = _mapping(doc.get("agents"), f"{where}: agents")
+    agents = mapping_of(doc.get("agents"), f"{where}: agents")
     _unknown(agents, {"may"}, f"{where}: agents")
     may = _strings(agents.get("may"), f"{where}: agents.may") if "may" in agents else None
     for verb in may or ():
@@ -201,12 +193,12 @@ class ToolEntry:
 
 
 def load_tools(data: bytes, where: str = TOOLS_FILE) -> dict[str, ToolEntry]:
-    doc = _mapping(load_yaml(data, where), where)
+    doc = mapping_of(load_yaml(data, where), where)
     _unknown(doc, {"tools"}, where)
     tools: dict[str, ToolEntry] = {}
-    for tool_name, spec in _mapping(doc.get("tools"), f"{where}: tools").items():
+    for tool_name, spec in mapping_of(doc.get("tools"), f"{where}: tools").items():
         what = f"{where}: tools.{tool_name}"
-        spec = _mapping(spec, what)
+        spec = mapping_of(spec, what)
         _unknown(spec, {"recipe", "digest"}, what)
         recipe, digest = spec.get("recipe"), spec.get("digest")
         if not isinstance(recipe, str) or not isinstance(digest, str):

@@ -23,7 +23,7 @@ from typing import Any
 from librarian.core.gitpaths import PLAIN_CHUNK, first_path_problem, visible
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
-from librarian.formats.yamlio import load_yaml
+from librarian.formats.yamlio import load_yaml, mapping_of
 
 LOCK_FILE = "librarian.lock"
 # Only a lock in another shape is parsed as general YAML; 64 MiB is ~600,000 items.
@@ -268,14 +268,6 @@ def _read_fixed_shape(text: str, where: str) -> dict[str, LockedSource]:
     return _from_document({"librarian-lock": 1, "sources": sources}, where)
 
 
-def _mapping(value: object, what: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise UsageError(f"{what} must be a mapping")
-    return value
-
-
 def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
     extra = sorted(set(keys) - allowed)
     if extra:
@@ -284,16 +276,16 @@ def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
 
 def _from_document(document: object, where: str) -> dict[str, LockedSource]:
     """Validate a parsed lock document (either reader's) into the typed lock."""
-    doc = _mapping(document, where)
+    doc = mapping_of(document, where)
     _unknown(doc, {"librarian-lock", "sources"}, where)
     if doc.get("librarian-lock") != 1:
         raise UsageError(f"{where}: 'librarian-lock: 1' is required (format version)")
     locked: dict[str, LockedSource] = {}
-    for source_name, spec in _mapping(doc.get("sources"), f"{where}: sources").items():
+    for source_name, spec in mapping_of(doc.get("sources"), f"{where}: sources").items():
         what = f"{where}: sources.{source_name}"
-        spec = _mapping(spec, what)
+        spec = mapping_of(spec, what)
         _unknown(spec, set(_SOURCE_KEYS), what)
-        items = _mapping(spec.get("items"), f"{what}.items")
+        items = mapping_of(spec.get("items"), f"{what}.items")
         release = spec.get("release")
         if release is not None and (isinstance(release, bool) or not isinstance(release, int)):
             raise UsageError(f"{what}.release must be an integer")

@@ -8,6 +8,7 @@ anchor or a tag (``&`` or ``!``), so the large lock file is parsed once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -59,6 +60,15 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
         # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).
         detail = " ".join(str(exc).split())
         raise UsageError(f"{what} is not valid YAML: {detail}", path=what) from None
+
+
+def mapping_of(value: object, what: str) -> Mapping[str, Any]:
+    """A loaded value that must be a mapping with string keys (absent: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{what} must be a mapping")
+    return value
 
 
 def dump_yaml(document: Any) -> bytes:

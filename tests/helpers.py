@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -328,3 +329,12 @@ def cli_ok(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> Cli
 def cli_out(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> str:
     """What a command that must succeed prints on stdout."""
     return cli_ok(capsys, library, *args).out
+
+
+def settle_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Treat every file written before now as settled, by the wall clock: a test writes
+    files and scans them within one tick of the filesystem's clock, which the stat cache
+    rightly distrusts."""
+    from librarian.store import statcache
+
+    monkeypatch.setattr(statcache, "racy_after_ns", lambda _cache_dir: time.time_ns())

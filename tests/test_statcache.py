@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import make_skill
+from helpers import make_skill, settle_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,7 +123,7 @@ def _stock(library: Path, sources: Path) -> Library:
 
 @pytest.fixture
 def settled(library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch) -> Library:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)  # treat the fresh files as settled
+    settle_files(monkeypatch)
     lib = _stock(library, sources)
     assert library_status(lib).clean  # writes the caches
     return lib
@@ -180,7 +180,7 @@ def test_symlinked_cache_is_never_followed(
 def test_linked_cache_directory_is_not_written_through(
     library: Path, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    settle_files(monkeypatch)
     lib = _stock(library, sources)
     shutil.rmtree(lib.cache_dir, ignore_errors=True)
     elsewhere = tmp_path / "elsewhere"

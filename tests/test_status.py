@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from helpers import (
     make_skill,
     requires_git,
     run_main,
+    settle_files,
     skill_md,
     tree_snapshot,
     write,
@@ -210,7 +212,7 @@ def _cache_entries(library: Path) -> set[str]:
 def test_second_status_reuses_the_stat_cache(
     stocked: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)  # treat the fresh files as settled
+    settle_files(monkeypatch)
     counter = HashCounter(monkeypatch)
     lib = Library(stocked)
     assert library_status(lib).clean
@@ -226,17 +228,57 @@ def test_second_status_reuses_the_stat_cache(
     assert {i.path: i.status for i in report.items}["skills/alpha"] == "modified"
 
 
-def test_fresh_files_are_not_cached(stocked: Path) -> None:
-    """As in git: an entry written within the racy window would hide a same-second edit."""
+def test_a_file_stamped_at_or_after_the_scan_is_not_cached(stocked: Path) -> None:
+    """As in git: an entry changed in the scan's own clock tick could hide an edit made in
+    that same tick, so it is re-hashed next time."""
+    time.sleep(0.05)  # beta's files: past the tick the fixture stamped them in
+    later = time.time_ns() + 10 * 1_000_000_000
+    os.utime(stocked / "skills" / "alpha" / "SKILL.md", ns=(later, later))
     assert library_status(Library(stocked)).clean
-    assert "skills/alpha" not in _cache_entries(stocked)
+    assert _cache_entries(stocked) == {"drafts/beta"}
 
 
-@pytest.mark.parametrize("racy_seconds", [statcache.RACY_SECONDS, 0])
-def test_same_size_edit_in_the_same_second_is_detected(
-    stocked: Path, monkeypatch: pytest.MonkeyPatch, racy_seconds: int
+def test_files_written_before_the_scan_are_cached_at_once(stocked: Path) -> None:
+    """The racy window is the filesystem's clock tick, not seconds of wall time: a status
+    right after an install trusts what the install wrote."""
+    time.sleep(0.05)  # past the tick the fixture's last file was stamped in
+    assert library_status(Library(stocked)).clean
+    assert _cache_entries(stocked) == {"skills/alpha", "drafts/beta"}
+
+
+def test_the_stamp_is_never_made_through_a_linked_cache_directory(
+    stocked: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", racy_seconds)
+    """Without a stamp of its own the wall clock less RACY_SECONDS stands in."""
+    lib = Library(stocked)
+    shutil.rmtree(lib.cache_dir, ignore_errors=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lib.cache_dir.symlink_to(elsewhere, target_is_directory=True)
+    assert statcache.racy_after_ns(lib.cache_dir) <= (
+        time.time_ns() - statcache.RACY_SECONDS * 1_000_000_000)
+    assert library_status(lib).clean
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_stamp_is_the_filesystems_clock_and_leaves_nothing(stocked: Path) -> None:
+    lib = Library(stocked)
+    library_status(lib)
+    before = sorted(p.name for p in lib.cache_dir.iterdir())
+    probe = lib.cache_dir / "probe"
+    probe.write_bytes(b"")
+    stamped = statcache.racy_after_ns(lib.cache_dir)
+    assert probe.stat().st_mtime_ns <= stamped <= time.time_ns()
+    probe.unlink()
+    assert sorted(p.name for p in lib.cache_dir.iterdir()) == before
+
+
+@pytest.mark.parametrize("clock", ["stamp", "settled"])
+def test_same_size_edit_in_the_same_second_is_detected(
+    stocked: Path, monkeypatch: pytest.MonkeyPatch, clock: str
+) -> None:
+    if clock == "settled":
+        settle_files(monkeypatch)
     lib = Library(stocked)
     target = stocked / "skills" / "alpha" / "notes" / "a.md"
     assert library_status(lib).clean
@@ -249,7 +291,7 @@ def test_same_size_edit_in_the_same_second_is_detected(
 
 
 def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    settle_files(monkeypatch)
     lib = Library(stocked)
     assert library_status(lib).clean
     for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE):
@@ -263,7 +305,7 @@ def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch
 def test_cached_digest_matches_a_fresh_computation(
     stocked: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    settle_files(monkeypatch)
     lib = Library(stocked)
     first = {i.path: i.digest for i in library_status(lib).items}
     second = {i.path: i.digest for i in library_status(lib).items}
@@ -277,7 +319,7 @@ def test_cached_file_lists_still_see_entries_added_removed_or_replaced(
 ) -> None:
     """The fast path trusts a cached file list while no directory's mtime moved; every
     kind of entry change below an item must still be seen."""
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    settle_files(monkeypatch)
     lib = Library(stocked)
     item = stocked / "skills" / "alpha"
     (item / "more").mkdir()
@@ -312,7 +354,7 @@ def test_a_new_file_is_seen_even_when_the_directory_mtime_is_put_back(
 ) -> None:
     """tar, rsync -a or touch -d can restore a directory's mtime after an entry was added;
     its ctime still moves, and the cached file list must not be trusted."""
-    monkeypatch.setattr(statcache, "RACY_SECONDS", 0)
+    settle_files(monkeypatch)
     lib = Library(stocked)
     item = stocked / "skills" / "alpha"
     assert library_status(lib).clean

@@ -2,8 +2,13 @@
 
 - ``items.bin``: per item directory, every file's lstat (path, size, mtime, ctime, inode,
   mode), its directories' mtime and ctime, and the ids computed from its bytes. A
-  directory whose files' lstat are unchanged is not re-read. As in git, a file modified
-  within ``RACY_SECONDS`` of the scan is not cached (mtime granularity), so it is re-hashed.
+  directory whose files' lstat are unchanged is not re-read. As in git, an entry is racy
+  (not cached, so re-hashed next time) when it changed in the same tick of the
+  filesystem's clock as the scan began: the scan starts by creating a stamp file in the
+  cache directory and reads the filesystem's own time from it, so any timestamp
+  granularity (ext4's clock tick, FAT's two seconds) and any clock skew of a network
+  filesystem are judged by the clock that stamps the files. Where no stamp can be made
+  (a read-only library), the wall clock less ``RACY_SECONDS`` stands in.
 - ``digests.bin``: committed SHA-1 tree id -> SHA-256 digest. Tree ids are immutable, so
   entries never go stale.
 
@@ -54,6 +59,41 @@ def _can_save(path: Path) -> bool:
     with contextlib.suppress(FileExistsError):
         path.parent.mkdir()
     return stat.S_ISDIR(path.parent.lstat().st_mode)
+
+
+def _filesystem_now_ns(cache_dir: Path) -> int | None:
+    """The filesystem's clock now: the mtime of a stamp file created (and removed) in the
+    cache directory, opened without following a link. None when it cannot be made."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
+    try:
+        with contextlib.suppress(FileExistsError):
+            if cache_dir.parent.is_dir():
+                cache_dir.mkdir()
+        dir_fd = os.open(cache_dir, flags)
+    except OSError:
+        return None
+    name = f".stamp.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                     dir_fd=dir_fd)
+        try:
+            return os.fstat(fd).st_mtime_ns
+        finally:
+            os.close(fd)
+            os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+
+
+def racy_after_ns(cache_dir: Path) -> int:
+    """Timestamps at or after this are racy (see the module docstring)."""
+    wall = time.time_ns()
+    stamped = _filesystem_now_ns(cache_dir)
+    if stamped is None:
+        return wall - RACY_SECONDS * 1_000_000_000
+    return min(stamped, wall)
 
 
 def _drop_legacy(path: Path) -> None:
@@ -152,7 +192,7 @@ class WorkTreeCache:
         self._index: dict[str, int] | None = None
         self._seen: dict[str, int | bytes] = {}  # key -> index of its old record, or new
         self._dirty = False
-        self._racy_after_ns = time.time_ns() - RACY_SECONDS * 1_000_000_000
+        self._racy_after_ns = racy_after_ns(cache_dir)
 
     def _find(self, key: str) -> int | None:
         file = self._file

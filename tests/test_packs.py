@@ -5,6 +5,7 @@ git is the judge: `git fsck --strict`, `git count-objects -v`, every object stil
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -86,3 +87,27 @@ def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
     assert before <= _objects(library)
     subprocess.run(["git", "fsck", "--strict"], cwd=library, check=True, capture_output=True)
     assert git_text(library, "status", "--porcelain") == ""
+
+
+@requires_git
+def test_objects_are_looked_up_in_the_newest_pack_first(tmp_path: Path) -> None:
+    """As git sorts its packs by mtime: what the last fetch brought is found at once."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    for number in range(8):
+        (repo / f"f{number}").write_text(f"{number}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"c{number}")
+        git(repo, "repack", "-d", "-q")
+    pack_dir = repo / ".git" / "objects" / "pack"
+    by_age = sorted(pack_dir.glob("*.pack"), key=lambda p: p.name)  # any order but mtime's
+    for age, path in enumerate(by_age):
+        os.utime(path, ns=(age * 10**9, age * 10**9))
+    newest_first = [p.stem for p in reversed(by_age)]
+    with GitStore(repo) as store:
+        cache = store.dulwich_repo.object_store._pack_cache
+        assert list(cache) == newest_first
+        os.utime(by_age[0], ns=(99 * 10**9, 99 * 10**9))
+        store.prefer_newest_packs()
+        assert list(cache) == [by_age[0].stem, *newest_first[:-1]]
+        assert store.commit(store.head() or b"").message.startswith("c7")

@@ -62,6 +62,7 @@ class GitStore:
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
+        self.prefer_newest_packs()
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
@@ -89,6 +90,30 @@ class GitStore:
 
     def close(self) -> None:
         self._repo.close()
+
+    def prefer_newest_packs(self) -> None:
+        """Look objects up in the newest packs first, as git sorts its packs by mtime.
+
+        dulwich tries its packs in the order of a set (a new order in every process), and
+        each fetch adds a pack: with the 25-50 packs a library holds between two
+        consolidations, a lookup of what the last fetch brought tried half of them first.
+        Called on opening and when a fetch has added a pack."""
+        store = self._repo.object_store
+        store._update_pack_cache()
+        cache = store._pack_cache
+        pack_dir = Path(store.pack_dir)
+
+        def age(name: str) -> int:
+            try:
+                return -(pack_dir / f"{name}.pack").stat().st_mtime_ns
+            except OSError:
+                return 0
+
+        ordered = sorted(cache, key=age)
+        if list(cache) != ordered:
+            packs = dict(cache)
+            cache.clear()
+            cache.update((name, packs[name]) for name in ordered)
 
     # -- refs -----------------------------------------------------------------------
     def branch(self) -> bytes:

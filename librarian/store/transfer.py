@@ -149,6 +149,7 @@ def _receive(
     finally:
         pack.close()
     quarantine.admit()
+    store.prefer_newest_packs()
     return refs, shallow, True
 
 

@@ -23,14 +23,18 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathCla
 from librarian.core.fsutil import fsync_dir, fsync_file
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
+from librarian.store.objectstore import (
+    LibraryObjectStore,
+    held,
+    open_repository,
+    write_objects,
+)
 from librarian.store.revparse import split_revision
 
 ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 
 DEFAULT_BRANCH = b"refs/heads/main"
 FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
-# Above this many new objects, one pack is cheaper than many loose files.
-_PACK_THRESHOLD = 256
 
 
 @dataclass(frozen=True, slots=True)  # one per tree entry read: 10,000 in a large tree
@@ -56,13 +60,12 @@ class GitStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         try:
-            self._repo = Repo(str(root))
+            self._repo = open_repository(str(root))
         except (NotGitRepository, OSError) as exc:
             raise UsageError(f"{root} is not a git repository: {exc}") from None
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
-        self.prefer_newest_packs()
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
@@ -92,28 +95,10 @@ class GitStore:
         self._repo.close()
 
     def prefer_newest_packs(self) -> None:
-        """Look objects up in the newest packs first, as git sorts its packs by mtime.
-
-        dulwich tries its packs in the order of a set (a new order in every process), and
-        each fetch adds a pack: with the 25-50 packs a library holds between two
-        consolidations, a lookup of what the last fetch brought tried half of them first.
-        Called on opening and when a fetch has added a pack."""
+        """After a fetch added a pack: it is searched first (store/objectstore.py)."""
         store = self._repo.object_store
-        store._update_pack_cache()
-        cache = store._pack_cache
-        pack_dir = Path(store.pack_dir)
-
-        def age(name: str) -> int:
-            try:
-                return -(pack_dir / f"{name}.pack").stat().st_mtime_ns
-            except OSError:
-                return 0
-
-        ordered = sorted(cache, key=age)
-        if list(cache) != ordered:
-            packs = dict(cache)
-            cache.clear()
-            cache.update((name, packs[name]) for name in ordered)
+        if isinstance(store, LibraryObjectStore):
+            store.prefer_newest_packs()
 
     # -- refs -----------------------------------------------------------------------
     def branch(self) -> bytes:
@@ -321,33 +306,9 @@ class GitStore:
                 stack.append(bytes(obj.tree))
             elif isinstance(obj, Tree):
                 stack.extend(bytes(entry.sha) for entry in obj.iteritems())
-            if not store.contains_loose(ObjectID(sha)) and not store.contains_packed(
-                    ObjectID(sha)):
+            if not held(store, ObjectID(sha)):
                 fresh.append(obj)
-        objects_dir = Path(str(store.path))
-        if len(fresh) > _PACK_THRESHOLD:
-            # dulwich writes the pack and its index without fsync (unless
-            # core.fsyncObjectFiles); they are synced here (or with the batch) like loose
-            # objects, before any ref can name what they hold.
-            pack_dir = objects_dir / "pack"
-            before = set(pack_dir.iterdir()) if pack_dir.is_dir() else set()
-            store.add_objects([(o, None) for o in fresh])
-            for path in sorted(set(pack_dir.iterdir()) - before):
-                fsync_file(path)
-            fsync_dir(pack_dir)
-            return
-        directories = set()
-        for obj in reversed(fresh):  # what an object names first: a held object is whole
-            store.add_object(obj)
-            hexsha = obj.id.decode()
-            path = objects_dir / hexsha[:2] / hexsha[2:]
-            # dulwich does not fsync loose objects unless core.fsyncObjectFiles is set, a
-            # setting git itself warns about; a ref must never name an object still in
-            # the page cache only (inside a transaction: one sync before the ref moves).
-            fsync_file(path)
-            directories.add(path.parent)
-        for directory in directories:
-            fsync_dir(directory)
+        write_objects(store, fresh)
 
     def blob(self, data: bytes) -> ObjectId:
         return self._stage(Blob.from_string(data))

@@ -34,7 +34,6 @@ from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
 from dulwich.objects import Commit, ObjectID, Tag, Tree, sha_to_hex
 from dulwich.pack import Pack, UnpackedObjectIterator, full_unpacked_object, write_pack_data
 from dulwich.refs import Ref
-from dulwich.repo import Repo
 
 from librarian.core.fsutil import atomic_write
 from librarian.errors import UsageError
@@ -42,6 +41,7 @@ from librarian.errors import UsageError
 from . import fsck
 from .fsck import Finding, Judge
 from .gitstore import GitStore, ObjectId
+from .objectstore import open_repository
 from .quarantine import Quarantine
 
 DetermineWants = Callable[..., list[ObjectID]]
@@ -170,7 +170,7 @@ def _local_pack(
     from dulwich.errors import NotGitRepository
 
     try:
-        source = Repo(path)
+        source = open_repository(path)
     except (NotGitRepository, FileNotFoundError, NotADirectoryError):
         raise NotGitRepository(f"No git repository was found at {path}") from None
     with closing(source):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,38 @@ def test_inside_one_sync_nothing_is_fsynced_until_the_end(
     assert (counter.fsyncs, counter.syncs) == (2, 1)
     fsutil.write_file_durably(tmp_path / "alone", b"data")  # outside: one fsync, as before
     assert counter.fsyncs == 3
+
+
+def test_a_few_dozen_paths_are_fsynced_each_from_several_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Concurrent fsyncs are committed together; a syncfs would wait for every other
+    process's dirty data too."""
+    threads: set[int] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        threads.add(threading.get_ident())
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    counter = Counter(monkeypatch)
+    with fsutil.one_sync(tmp_path):
+        for number in range(30):
+            fsutil.write_file_durably(tmp_path / f"f{number}", b"data")
+    assert (counter.fsyncs, counter.syncs) == (30, 0)
+    assert len(threads) > 1
+
+
+def test_a_deferred_path_that_has_gone_makes_it_one_file_system_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = Counter(monkeypatch)
+    with fsutil.one_sync(tmp_path):
+        fsutil.write_file_durably(tmp_path / "kept", b"data")
+        fsutil.write_file_durably(tmp_path / "moved", b"data")
+        (tmp_path / "moved").rename(tmp_path / "elsewhere")
+    assert counter.syncs == 1
 
 
 def test_sync_filesystem_works_on_this_machine(tmp_path: Path) -> None:

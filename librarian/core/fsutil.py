@@ -9,10 +9,13 @@ fsyncs of this module (``fsync_fd``, ``fsync_file``, ``fsync_dir``, ``write_file
 ``atomic_write``) only write; leaving the block normally makes everything written in it
 durable with one ``syncfs(2)`` of the file system holding ``anchor`` (``os.sync()`` where
 the C library has no syncfs), or, for at most ``SMALL_BATCH`` paths, with an fsync of
-each. A caller leaves the block before the step that makes the writes visible (the
-branch moving, the journal going), so the crash guarantees are those of one fsync per
-file at a fraction of the cost: 200 small files, on this machine, 265-703 ms with an
-fsync each, 21-25 ms with one syncfs (``bench/fsync.py``, docs/performance.md).
+each, issued from a few threads at once (the file system commits concurrent fsyncs
+together: 22 small files 58 ms one after the other, 10 ms from 8 threads, 22 ms with a
+syncfs, which also waits for every other process's dirty data). A caller leaves the
+block before the step that makes the writes visible (the branch moving, the journal
+going), so the crash guarantees are those of one fsync per file at a fraction of the
+cost: 200 small files, on this machine, 265-703 ms with an fsync each, 21-25 ms with one
+syncfs (``bench/fsync.py``, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
 _deferred: ContextVar[list[Path] | None] = ContextVar("librarian_fsync_deferred", default=None)
-# At most this many deferred paths are fsynced one by one at the end of a block: a whole
+# At most this many deferred paths are fsynced each at the end of a block: a whole
 # file-system sync also waits for every other process's dirty data, which on a busy
-# machine can cost more than a few fsyncs.
-SMALL_BATCH = 16
+# machine can cost more than a few dozen fsyncs issued together.
+SMALL_BATCH = 48
+_FSYNC_THREADS = 8
 
 
 @contextlib.contextmanager
@@ -53,18 +58,46 @@ def one_sync(anchor: Path) -> Iterator[None]:
 
 
 def _fsync_each(paths: list[Path]) -> bool:
-    """fsync each path (files and directories); False if one has gone (then only a sync of
-    the whole file system is sure to cover what was written there)."""
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return True
+    """fsync each path (files and directories), from up to ``_FSYNC_THREADS`` threads;
+    False if one has gone (then only a sync of the whole file system is sure to cover what
+    was written there). Any other error is raised once every thread has stopped."""
+    pending = iter(paths)
+    take = threading.Lock()
+    gone: list[Path] = []
+    failed: list[OSError] = []
+
+    def work() -> None:
+        while not gone and not failed:
+            with take:
+                path = next(pending, None)
+            if path is None:
+                return
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                gone.append(path)
+                return
+            except OSError as exc:
+                failed.append(exc)
+                return
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                failed.append(exc)
+            finally:
+                os.close(fd)
+
+    workers = [threading.Thread(target=work) for _ in range(min(_FSYNC_THREADS, len(paths)))]
+    if len(workers) == 1:
+        work()
+    else:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    if failed:
+        raise failed[0]
+    return not gone
 
 
 def sync_filesystem(anchor: Path) -> None:

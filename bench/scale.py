@@ -14,6 +14,11 @@ wall time and, on a second line, CPU time (user + system of the process and its 
 for ``resident`` also the daemon's reaped children, read from ``/proc/PID/stat``), and the
 median of the per-round ratios to git (``paired``).
 
+Run it with an interpreter that has librarian's dependencies but not librarian itself
+(``pip install`` the dependencies into a fresh venv): an editable install puts an import
+finder into every interpreter start (a few ms each), which users of a normal install
+never pay, and PYTHONPATH picks the tree under test anyway.
+
 Cases (``--cases``, default all):
 
 - ``install``: first install of the N items, against ``git clone`` (one round: it is slow);
@@ -181,10 +186,11 @@ def main() -> None:
         installs["git"].append(measure(["git", "clone", "-q", str(upstream), str(clone)], work,
                                        ENV)[0])
         for who in contenders:
+            # Each contender's own code creates its library (PYTHONPATH is its tree).
             run([sys.executable, "-m", "librarian", "init", str(who.library), "--name",
-                 "bench"], work)
+                 "bench"], work, who.env)
             who.env["LIBRARIAN_LIBRARY"] = str(who.library)
-            run(who.cmd("source", "add", "team", str(upstream)), work)
+            run(who.cmd("source", "add", "team", str(upstream)), work, who.env)
             installs[who.name] = [who.time("update")[0]]
             if who.resident:
                 subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,

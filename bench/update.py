@@ -39,8 +39,8 @@ ENV.pop("PYTHONDONTWRITEBYTECODE", None)
 LIBRARIAN = [sys.executable, "-m", "librarian"]
 
 
-def run(cmd: Sequence[str], cwd: Path) -> None:
-    subprocess.run(cmd, cwd=cwd, env=ENV, check=True, stdout=subprocess.DEVNULL)
+def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL)
 
 
 def timed(cmds: Sequence[Sequence[str]], cwd: Path) -> float:

@@ -383,13 +383,20 @@ def test_nothing_is_written_outside_the_state_directory(library: Path, tmp_path:
 
 
 def test_the_client_imports_almost_nothing() -> None:
-    code = ("import sys; import librarian.cli.entry; "
-            "print(' '.join(sorted(sys.modules)))")
-    modules = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True).stdout.split()
+    def loaded(code: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", f"import sys; {code}; "
+                               "print(' '.join(sorted(sys.modules)))"], capture_output=True,
+                              text=True, check=True).stdout.split()
+
+    modules = loaded("import librarian.cli.entry")
     heavy = {"typer", "click", "dulwich", "yaml", "rich", "socket", "librarian.cli.main",
              "librarian.store"}
     assert not heavy & set(modules)
+    # Not even typing, or signal's and socket's wrappers (enum, functools, re): the
+    # interpreter's start-up modules, the C modules, and librarian's own, nothing else.
+    started = set(loaded("pass"))
+    added = {m for m in modules if m not in started and not m.startswith("librarian")}
+    assert added <= {"_signal", "_socket", "resource"}, added
     ours = sorted(m for m in modules if m.startswith("librarian"))
     assert ours == ["librarian", "librarian.cli", "librarian.cli.entry", "librarian.daemon",
                     "librarian.daemon.client", "librarian.daemon.wire"]

@@ -14,15 +14,15 @@ current directory and fds 0, 1 and 2 (passed as descriptors: output, pipes, term
 go to the child's process group; a child killed by a signal kills this process with the
 same signal, so a shell reports what it would have reported.
 
-``_socket`` rather than ``socket``: the wrapper module costs ~3 ms of imports per command
-(``python -X importtime``), which is a tenth of what this path costs in all.
+``_socket`` rather than ``socket`` and ``_signal`` rather than ``signal``: the wrapper
+modules (and the enum, functools and collections they import) cost ~3 and ~4 ms of
+imports per command (``python -X importtime``), a tenth of what this path costs in all.
 """
 
 from __future__ import annotations
 
 import _socket
 import os
-import signal
 import sys
 
 from librarian.daemon.wire import (
@@ -36,6 +36,12 @@ from librarian.daemon.wire import (
     open_state_dir,
     socket_inode,
 )
+
+TYPE_CHECKING = False  # typing itself is not imported here (see above)
+if TYPE_CHECKING:
+    import signal
+else:
+    import _signal as signal  # the C module: no enum wrappers (see above)
 
 _SUPPORTED = hasattr(_socket, "AF_UNIX") and hasattr(_socket, "SO_PEERCRED")
 _CWD_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) | getattr(

@@ -5,10 +5,11 @@ every process), and lists the pack directory again after each miss in case anoth
 process has just landed a pack. A library holds 25-50 packs between two consolidations
 (``store/packs.py``) and what its last commands wrote is loose, so reading one of those
 cost ~40 index searches in Python and a directory listing; the update of 100 items of
-1,000 made 835 such listings. git searches its packs in C, newest first. Here a loose
-object costs one open and a packed one a failed open more; packs are tried newest first
-(what the last fetch brought is in the first one). Answers are dulwich's own: an object
-is found if and only if dulwich would find it, with the same bytes (ids name contents).
+1,000 made 835 such listings. git searches its packs in C, most recently used first,
+then the loose objects. Here a read tries the pack that answered the last read, then the
+loose object (one open), then the packs newest first (what the last fetch brought is in
+the first one). Answers are dulwich's own: an object is found if and only if dulwich
+would find it, with the same bytes (ids name contents).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, RawObjectID, ShaFile
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from librarian.core.fsutil import fsync_dir, fsync_file
@@ -28,11 +30,36 @@ PACK_THRESHOLD = 256
 class LibraryObjectStore(DiskObjectStore):
     """dulwich's object store with git's lookup order (see the module docstring)."""
 
+    _last_pack: str | None = None  # the name of the pack that answered the last read
+
     def get_raw(self, name: RawObjectID | ObjectID) -> tuple[int, bytes]:
-        if len(name) == self.object_format.hex_length:
-            loose = self._get_loose_object(ObjectID(name))
-            if loose is not None:
-                return loose.type_num, loose.as_raw_string()
+        # Consecutive reads are mostly of one fetch or one commit: the pack that answered
+        # last, then the loose objects, then every pack (dulwich's own lookup, which also
+        # lists the pack directory again on a miss and asks the alternates).
+        if len(name) != self.object_format.hex_length:
+            return super().get_raw(name)
+        last = self._pack_cache.get(self._last_pack) if self._last_pack else None
+        if last is not None:  # not when it has gone from the cache since
+            try:
+                return last.get_raw(name)
+            except KeyError:
+                pass
+            except PackFileDisappeared:
+                self._last_pack = None
+        loose = self._get_loose_object(ObjectID(name))
+        if loose is not None:
+            return loose.type_num, loose.as_raw_string()
+        for pack_name, pack in list(self._pack_cache.items()):
+            if pack is last:
+                continue
+            try:
+                found = pack.get_raw(name)
+            except KeyError:
+                continue
+            except PackFileDisappeared:
+                break
+            self._last_pack = pack_name
+            return found
         return super().get_raw(name)
 
     def __contains__(self, sha: ObjectID) -> bool:

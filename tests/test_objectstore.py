@@ -93,3 +93,17 @@ def test_a_pack_another_process_lands_is_still_read(tmp_path: Path) -> None:
         late = git_text(repo, "rev-parse", "HEAD").strip().encode()
         assert object_store.get_raw(ObjectID(late))[0] == 1
         assert store.commit(late).message.startswith("late")
+
+
+@requires_git
+def test_reads_survive_the_last_used_pack_being_repacked_away(tmp_path: Path) -> None:
+    repo = _repo_with_packs_and_loose(tmp_path)
+    objects = _every_object(repo)
+    packed = [sha for sha in objects
+              if git_text(repo, "cat-file", "-t", sha).strip() == "blob"][:3]
+    with GitStore(repo) as store:
+        object_store = store.dulwich_repo.object_store
+        object_store.get_raw(ObjectID(packed[0].encode()))  # some pack answered last
+        git(repo, "repack", "-a", "-d", "-q")  # every pack it knew is gone
+        for sha, (kind, data) in objects.items():
+            assert object_store.get_raw(ObjectID(sha.encode())) == (_TYPES[kind], data)

@@ -18,8 +18,10 @@ from typing import NoReturn
 Runner = Callable[[list[str]], int]
 
 
-def run_child(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> NoReturn:
-    """Run the command line in this (forked) process and exit with its status."""
+def run_child(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner,
+              report: int) -> NoReturn:
+    """Run the command line in this (forked) process and exit with its status, which it
+    first writes to ``report`` (the server answers the client from it)."""
     code = 1
     try:
         code = _become(fields, fds, run)
@@ -28,6 +30,10 @@ def run_child(fields: dict[bytes, list[bytes]], fds: list[int], run: Runner) -> 
             traceback.print_exc()
         finally:
             os._exit(1)
+    try:
+        os.write(report, b"%d\n" % code)
+    except OSError:
+        pass  # the server answers from the reaped status instead
     os._exit(code)
 
 

@@ -9,8 +9,10 @@ settings (different: ``declined``, the client runs in-process) and the code fing
 done); answer ``ready``. The client answers ``go`` with its current directory and fds
 0-2 attached (descriptors travel only to a server that has just answered, so a stalled
 server never holds a caller's pipes open); then fork: the child takes the client's
-place and runs the command line (``child``); when it is reaped, answer ``exit N`` or
-``signal N``. A client that disappears before ``go`` leaves nothing behind; one that
+place and runs the command line (``child``). Once its output is flushed and its exit
+handlers have run, the child writes its exit code to a pipe and the client is answered
+``exit N`` then, not after the kernel has torn the child down (2-7 ms); a child that
+dies first is answered from its reaped status, ``exit N`` or ``signal N``. A client that disappears before ``go`` leaves nothing behind; one that
 disappears later gets its child SIGTERMed (as a killed in-process command would have
 stopped).
 
@@ -56,6 +58,8 @@ class _Connection:
     fds: list[int] = field(default_factory=list)  # arrive with go: cwd, 0, 1, 2
     fields: dict[bytes, list[bytes]] | None = None  # a run request answered ready
     child: int | None = None  # forked on go: running until reaped
+    done: int | None = None  # the child's report pipe: its exit code, once flushed
+    reported: bool = False  # answered from that report (counted as served then)
 
 
 class Server:
@@ -120,6 +124,9 @@ class Server:
                     connection: _Connection = key.data
                     if self.connections.get(connection.fd) is not connection:
                         continue  # dropped by an earlier event of this round
+                    if key.fileobj == connection.done:
+                        self.reported(connection)
+                        continue
                     try:
                         self.readable(connection)
                     except OSError:  # a peer gone mid-exchange: that connection only
@@ -176,6 +183,30 @@ class Server:
         del self.connections[connection.fd]
         connection.sock.close()
         self._close_fds(connection)
+        self._close_report(connection)
+
+    def reported(self, connection: _Connection) -> None:
+        """The child's exit code, written once its output is flushed and its exit
+        handlers have run: the client is answered then, not after the kernel has torn
+        down a copy of the server's address space (2-7 ms); the reap later finds the
+        connection answered. Nothing (the child died first): the reap answers."""
+        assert connection.done is not None
+        try:
+            report = os.read(connection.done, 64)
+        except OSError:
+            report = b""
+        self._close_report(connection)
+        code = report.strip()
+        if report.endswith(b"\n") and code.isdigit():
+            connection.reported = True
+            self.served += 1
+            self._answer(connection, b"exit " + code)
+
+    def _close_report(self, connection: _Connection) -> None:
+        if connection.done is not None:
+            self.selector.unregister(connection.done)
+            os.close(connection.done)
+            connection.done = None
 
     def readable(self, connection: _Connection) -> None:
         try:
@@ -277,21 +308,33 @@ class Server:
         that fails is ``declined``: nothing ran, and the client runs it in-process."""
         assert connection.fields is not None
         try:
-            pid = os.fork()
+            report_r, report_w = os.pipe()  # not inherited across an exec
         except OSError:
             self._answer(connection, b"declined fork")
             return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(report_r)
+            os.close(report_w)
+            self._answer(connection, b"declined fork")
+            return
         if pid == 0:
-            self._child(connection, connection.fields)
+            os.close(report_r)
+            self._child(connection, connection.fields, report_w)
+        os.close(report_w)
         try:
             os.setpgid(pid, pid)  # also done by the child: whichever runs first
         except OSError:
             pass
         self._close_fds(connection)
         connection.child = pid
+        connection.done = report_r
+        self.selector.register(report_r, selectors.EVENT_READ, connection)
         self.children[pid] = connection
 
-    def _child(self, connection: _Connection, fields: dict[bytes, list[bytes]]) -> NoReturn:
+    def _child(self, connection: _Connection, fields: dict[bytes, list[bytes]],
+               report: int) -> NoReturn:
         try:
             os.setpgid(0, 0)
             signal.set_wakeup_fd(-1)
@@ -305,6 +348,8 @@ class Server:
                 self.listener.close()
             for other in self.connections.values():
                 other.sock.close()
+                if other.done is not None:
+                    os.close(other.done)  # another child's report pipe
                 if other is not connection:
                     self._close_fds(other)
         except BaseException:  # noqa: B036  (nothing of the server may run on in a child)
@@ -312,7 +357,7 @@ class Server:
                 traceback.print_exc()
             finally:
                 os._exit(1)
-        run_child(fields, connection.fds, self.run)
+        run_child(fields, connection.fds, self.run, report)
 
     def reap(self) -> None:
         while self.children:
@@ -324,7 +369,7 @@ class Server:
                 return
             connection = self.children.pop(pid, None)
             self.last = time.time()
-            if connection is None:
+            if connection is None or connection.reported:
                 continue
             self.served += 1
             if self.connections.get(connection.fd) is not connection:

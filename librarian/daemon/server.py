@@ -12,9 +12,9 @@ server never holds a caller's pipes open); then fork: the child takes the client
 place and runs the command line (``child``). Once its output is flushed and its exit
 handlers have run, the child writes its exit code to a pipe and the client is answered
 ``exit N`` then, not after the kernel has torn the child down (2-7 ms); a child that
-dies first is answered from its reaped status, ``exit N`` or ``signal N``. A client that disappears before ``go`` leaves nothing behind; one that
-disappears later gets its child SIGTERMed (as a killed in-process command would have
-stopped).
+dies first is answered from its reaped status, ``exit N`` or ``signal N``. A client
+that disappears before ``go`` leaves nothing behind; one that disappears later gets its
+child SIGTERMed (as a killed in-process command would have stopped).
 
 The server exits after ``idle`` seconds without a command (0: never), on ``stop``,
 SIGTERM or SIGINT, when its socket is no longer the one it bound (removed, replaced, the

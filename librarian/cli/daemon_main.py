@@ -24,10 +24,11 @@ from librarian.daemon.wire import open_state_dir
 #: Command-line modules the server loads: the others register commands when imported.
 _CLI_PRELOAD = ("render", "render_item", "render_sources", "progress")
 #: What library functions import only when they run (dulwich's transport for a fetch,
-#: ctypes for syncfs, ...): ~7 ms a child would pay on every update.
-#: tests/test_command_table.py holds a child's update to importing nothing new.
+#: ctypes for syncfs, PyYAML for a manifest or a configuration not yet remembered, ...):
+#: ~7 ms a child would pay on every update (PyYAML alone ~11 ms).
+#: tests/test_command_table.py holds a child's update and status to importing nothing new.
 _LAZY_PRELOAD = ("dulwich.client", "dulwich.worktree", "dulwich.commit_graph",
-                 "dulwich.trailers", "ctypes", "pwd")
+                 "dulwich.trailers", "ctypes", "pwd", "yaml")
 
 
 def preload() -> None:

@@ -80,7 +80,12 @@ def _unknown(keys: Mapping[str, Any], allowed: set[str], what: str) -> None:
 
 
 def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig:
-    doc = mapping_of(load_yaml(data, where), where)
+    return library_config_of(load_yaml(data, where), where)
+
+
+def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryConfig:
+    """Validate a parsed ``library.yaml`` document (``load_yaml``'s result)."""
+    doc = mapping_of(document, where)
     _unknown(doc, {"librarian", "name", "policy", "skills", "sources", "agents"}, where)
     if doc.get("librarian") != 1:
         raise UsageError(f"{where}: 'librarian: 1' is required (format version)")
@@ -193,7 +198,12 @@ class ToolEntry:
 
 
 def load_tools(data: bytes, where: str = TOOLS_FILE) -> dict[str, ToolEntry]:
-    doc = mapping_of(load_yaml(data, where), where)
+    return tools_of(load_yaml(data, where), where)
+
+
+def tools_of(document: object, where: str = TOOLS_FILE) -> dict[str, ToolEntry]:
+    """Validate a parsed ``tools.yaml`` document (``load_yaml``'s result)."""
+    doc = mapping_of(document, where)
     _unknown(doc, {"tools"}, where)
     tools: dict[str, ToolEntry] = {}
     for tool_name, spec in mapping_of(doc.get("tools"), f"{where}: tools").items():

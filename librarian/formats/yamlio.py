@@ -4,6 +4,11 @@ Plain data only (spec §2): no explicit tags (``!!binary``, ``!!set``, ``!foo``)
 ``MAX_ALIASES`` aliases, so a billion-laughs chain, which PyYAML shares but other clients
 expand, never enters a library. The event scan runs only when the text could hold an
 anchor or a tag (``&`` or ``!``), so the large lock file is parsed once.
+
+PyYAML is imported by the functions that parse or dump, not with this module: the lock's
+fixed shape (``formats/lockfile.py``) and the configuration remembered by blob id
+(``store/snapshot.py``) are read without it, so a warm ``status`` or ``update`` never
+loads it (~11 ms of start-up).
 """
 
 from __future__ import annotations
@@ -11,12 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from librarian.errors import UsageError
-
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 #: More aliases than this in one document is refused (a real manifest needs none).
@@ -27,8 +27,10 @@ def _plain_data_problem(text: str) -> str | None:
     """Why the document is not plain data (an explicit tag, too many aliases), or None."""
     if "&" not in text and "!" not in text:
         return None
+    import yaml  # start-up cost: see the module docstring
+
     aliases = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=_loader()):
         tag = getattr(event, "tag", None)
         implicit = getattr(event, "implicit", True)
         explicit = implicit is False or (isinstance(implicit, tuple) and not any(implicit))
@@ -41,6 +43,12 @@ def _plain_data_problem(text: str) -> str | None:
     return None
 
 
+def _loader() -> Any:
+    import yaml  # start-up cost: see the module docstring
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
     """Parse one YAML document safely; errors name ``what`` (usually a path)."""
     size = len(data.encode("utf-8") if isinstance(data, str) else data)
@@ -51,11 +59,13 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UsageError(f"{what} is not valid UTF-8: {exc}", path=what) from None
+    import yaml  # start-up cost: see the module docstring
+
     try:
         problem = _plain_data_problem(data)
         if problem is not None:
             raise UsageError(f"{what} {problem}", path=what)
-        return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(data, Loader=_loader())  # noqa: S506 - a safe loader
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).
         detail = " ".join(str(exc).split())
@@ -73,9 +83,11 @@ def mapping_of(value: object, what: str) -> Mapping[str, Any]:
 
 def dump_yaml(document: Any) -> bytes:
     """Stable formatting (sorted keys, block style) so diffs of written files are reviewable."""
+    import yaml  # start-up cost: see the module docstring
+
     text: str = yaml.dump(
         document,
-        Dumper=_Dumper,
+        Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
         sort_keys=True,
         default_flow_style=False,
         allow_unicode=True,

@@ -19,7 +19,6 @@ from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, LockedSource
-from librarian.gate.tools import tool_state
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.ignores import GitIgnores
 from librarian.store.library import Item, Library
@@ -221,6 +220,11 @@ def _committed_digest(store: GitStore, digests: DigestCache, tree: ObjectId) -> 
 
 
 def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolStatus]:
+    if not snapshot.tools:
+        return
+    # Imported here: a library without tools does not pay for the gate's module at start-up.
+    from librarian.gate.tools import tool_state
+
     for name, tool in sorted(snapshot.tools.items()):
         state = tool_state(snapshot, tool, digests)
         yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)

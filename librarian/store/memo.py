@@ -6,7 +6,8 @@ keeps one such map per name in ``.git/librarian/cache/<name>.json``; it is read 
 time a command asks, and written back (atomically; a cache that cannot be written is only
 slower) by ``save_all`` where a command has succeeded (``status``, ``inspect``, a
 committed transaction), so a refused command leaves nothing behind. Never created in a
-directory that is not a library. A memo past ``MAX_ENTRIES`` starts over.
+directory that is not a library. A memo past ``MAX_ENTRIES`` (or the smaller limit it
+was opened with) starts over.
 
 A ``ShortMemo`` holds one short word per tree id (an item's kind, read for every item a
 command lists) in ``<name>.bin``: sorted fixed-shape records (``store/statfile.py``)
@@ -45,8 +46,9 @@ def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
 
 
 class TreeMemo:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limit: int = MAX_ENTRIES) -> None:
         self._path = path
+        self._limit = limit
         self._entries: dict[str, Any] = {}
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):
@@ -56,9 +58,12 @@ class TreeMemo:
                 self._entries = document["entries"]
 
     @classmethod
-    def of(cls, store: GitStore, name: str) -> TreeMemo:
-        """The memo ``name`` of this open store (one per store and name)."""
-        return _one_per_store(cls, store, f"{name}.json")
+    def of(cls, store: GitStore, name: str, *, limit: int = MAX_ENTRIES) -> TreeMemo:
+        """The memo ``name`` of this open store (one per store and name), holding at most
+        ``limit`` entries (give the same limit wherever the name is opened)."""
+        memo = _one_per_store(cls, store, f"{name}.json")
+        memo._limit = min(memo._limit, limit)
+        return memo
 
     @staticmethod
     def save_all(store: GitStore) -> None:
@@ -71,7 +76,7 @@ class TreeMemo:
 
     def put(self, key: str, value: Any) -> None:
         if self._entries.get(key) != value:
-            if len(self._entries) >= MAX_ENTRIES:
+            if len(self._entries) >= self._limit:
                 self._entries = {}
             self._entries[key] = value
             self._dirty = True

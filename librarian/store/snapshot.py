@@ -2,14 +2,19 @@
 
 Every command reads policy, visibility, sources, tools and pins from here: the committed
 ``library.yaml`` is the one truth (spec §2), an uncommitted edit takes effect once it is
-committed. Parsed files are kept on the snapshot, so a command parses each at most once.
+committed. Parsed files are kept on the snapshot, so a command parses each at most once;
+the YAML document of a committed ``library.yaml`` or ``tools.yaml`` is remembered by its
+blob id (``committed_yaml``), so a later command validates it again (the same rules, the
+same errors) without parsing it, or importing PyYAML.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar
 
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile, Policy
@@ -21,13 +26,45 @@ from librarian.formats.config import (
     LibraryConfig,
     LockedSource,
     ToolEntry,
-    load_library_config,
+    library_config_of,
     load_lock,
-    load_tools,
+    tools_of,
 )
+from librarian.formats.yamlio import load_yaml
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Item, Library, committed_items
+from librarian.store.memo import TreeMemo
 from librarian.store.resolve import find_item
+
+_Value = TypeVar("_Value")
+#: The memo of parsed configuration documents, by blob id: a few versions of two files.
+DOCUMENTS_MEMO = "yaml-documents"
+_DOCUMENTS_LIMIT = 16
+
+
+def committed_yaml(store: GitStore, blob: ObjectId, where: str,
+                   build: Callable[[object, str], _Value]) -> _Value:
+    """``build(document, where)`` of the committed YAML file ``blob``: the document is
+    parsed (``load_yaml``) the first time, and remembered once ``build`` has accepted it;
+    a remembered document is validated by ``build`` again. A document JSON cannot hold
+    exactly (a date, a NaN, a number as a key) is parsed every time."""
+    memo = TreeMemo.of(store, DOCUMENTS_MEMO, limit=_DOCUMENTS_LIMIT)
+    key = blob.decode()
+    remembered = memo.get(key)
+    if isinstance(remembered, dict) and "document" in remembered:
+        try:
+            return build(remembered["document"], where)
+        except UsageError:
+            pass  # a damaged memo is only slower: the blob decides
+    document = load_yaml(store.read_blob(blob), where)
+    value = build(document, where)
+    try:
+        exact = json.loads(json.dumps(document)) == document
+    except (TypeError, ValueError, RecursionError):
+        exact = False
+    if exact:
+        memo.put(key, {"document": document})
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +97,11 @@ class Snapshot:
 
     # -- the committed configuration ----------------------------------------------------
 
+    def _file(self, path: str) -> ObjectId | None:
+        """The blob id of the committed file at ``path``, or None."""
+        entry = self.lookup(path)
+        return None if entry is None or entry.mode == MODE_TREE else entry.sha
+
     @cached_property
     def library_yaml(self) -> bytes:
         data = self.read(LIBRARY_FILE)
@@ -69,7 +111,10 @@ class Snapshot:
 
     @cached_property
     def config(self) -> LibraryConfig:
-        return load_library_config(self.library_yaml, LIBRARY_FILE)
+        blob = self._file(LIBRARY_FILE)
+        if blob is None:
+            raise UsageError(f"{LIBRARY_FILE} is not committed", hint="restore it with git")
+        return committed_yaml(self.store, blob, LIBRARY_FILE, library_config_of)
 
     @property
     def policy(self) -> Policy:
@@ -77,8 +122,8 @@ class Snapshot:
 
     @cached_property
     def tools(self) -> dict[str, ToolEntry]:
-        data = self.read(TOOLS_FILE)
-        return load_tools(data, TOOLS_FILE) if data is not None else {}
+        blob = self._file(TOOLS_FILE)
+        return committed_yaml(self.store, blob, TOOLS_FILE, tools_of) if blob else {}
 
     @cached_property
     def lock(self) -> dict[str, LockedSource]:

@@ -23,9 +23,10 @@ from librarian.formats.claude_plugin import (
     plugin_files,
     plugin_skills,
 )
-from librarian.formats.config import LIBRARY_FILE, LibraryConfig, load_library_config
+from librarian.formats.config import LIBRARY_FILE, LibraryConfig, library_config_of
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import committed_items
+from librarian.store.snapshot import committed_yaml
 from librarian.store.trees import blob_sha1
 
 
@@ -50,7 +51,7 @@ def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | 
     if entry is None:
         return None
     try:
-        return load_library_config(store.read_blob(entry.sha), LIBRARY_FILE)
+        return committed_yaml(store, entry.sha, LIBRARY_FILE, library_config_of)
     except UsageError:
         return None
 

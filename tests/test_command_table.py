@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import git, git_env, make_skill, run_process, write
+import pytest
+from helpers import git, git_env, make_skill, run_main, run_process, write
 
 from librarian.cli import main as cli
 from librarian.cli.app import app
@@ -46,13 +47,37 @@ def test_any_order_of_registration_gives_a_fresh_process_table() -> None:
 def test_prebuilt_tables_are_reused_not_rebuilt() -> None:
     cli.prebuild_tables()
     built = dict(cli._tables)
-    assert frozenset() in built and frozenset(cli.COMMAND_MODULES.values()) in built
+    every = frozenset(cli.COMMAND_MODULES.values())
+    assert (frozenset(), "status") in built and (every, None) in built
+    assert (frozenset({"sources"}), "update") in built
     for args in (["update"], ["status"], ["--help"], ["expose", "x"]):
         cli.register_commands(args)
         assert any(cli.command_table() is table for table in built.values()), args
     assert cli._tables == built  # nothing was built after the prebuild
     cli.register_commands(["status"])
     assert _here() == _fresh(["status"])  # the foundation's alone, as at start
+
+
+def test_a_named_command_has_a_table_of_its_own_that_behaves_as_the_full_one(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command line naming a known command gets a table holding that command alone;
+    what it prints and its exit code are those of the table of every command."""
+    lines = (["status", "--bogus"], ["status", "--help"], ["status", "x"], ["inspect", "-h"],
+             ["source"], ["source", "add"], ["source", "ad"], ["update", "--frce"],
+             ["update", "--help"], ["hooks"], ["--library", "/nonexistent", "log", "-n", "x"],
+             ["export", "--help"], ["key", "list", "--bogus"], ["run"], ["--version"])
+    alone = {tuple(args): run_main(capsys, *args) for args in lines}
+    cli.register_commands(["status"])
+    assert [c.name for c in cli.command_table().commands.values()] == ["status"]
+
+    def every_command(args: list[str]) -> None:
+        real(args)
+        cli._only = None
+
+    real = cli.register_commands
+    monkeypatch.setattr(cli, "register_commands", every_command)
+    for args in lines:
+        assert run_main(capsys, *args) == alone[tuple(args)], args
 
 
 _CHILD_UPDATE = """

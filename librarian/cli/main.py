@@ -23,8 +23,9 @@ from librarian.errors import LibrarianError
 
 # Command modules of later capabilities register their commands on `app` when imported.
 # typer inspects every registered command when it starts (~20 ms for these modules), so a
-# command line imports only the module of its own command; help, an unknown command or no
-# command imports them all. tests/test_cli_exit_codes.py holds this table to the modules.
+# command line imports only the module of its own command, and its table holds that one
+# command; help, an unknown command or no command imports them all and lists them all.
+# tests/test_cli_exit_codes.py holds this table to the modules.
 COMMAND_MODULES = {
     **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
                      "hide", "unhide", "show", "resident", "prompt"), "skills"),
@@ -75,12 +76,14 @@ def register_commands(args: list[str]) -> None:
         elif not arg.startswith("-"):
             command = arg
             break
+    global _only
     if command in FOUNDATION_COMMANDS:
         _use(frozenset())
     elif command in COMMAND_MODULES:
         _use(frozenset({COMMAND_MODULES[command]}))
     else:
         _use(frozenset(COMMAND_MODULES.values()))
+    _only = command if command in FOUNDATION_COMMANDS or command in COMMAND_MODULES else None
 
 
 #: ``app``'s registrations with the foundation's commands only, and what importing each
@@ -89,7 +92,9 @@ def register_commands(args: list[str]) -> None:
 _BASE = (list(app.registered_commands), list(app.registered_groups))
 _added: dict[str, tuple[list[Any], list[Any]]] = {}
 _in_use: frozenset[str] = frozenset()
-_tables: dict[frozenset[str], click.Command] = {}
+#: The one command a command line names, when it is a known one: its table holds only it.
+_only: str | None = None
+_tables: dict[tuple[frozenset[str], str | None], click.Command] = {}
 
 
 def _use(modules: frozenset[str]) -> None:
@@ -110,23 +115,40 @@ def _use(modules: frozenset[str]) -> None:
     _in_use = modules
 
 
+def _name(info: Any) -> str:
+    """The name a registered command or group is called by (typer's own rule)."""
+    return str(info.name or typer_main.get_command_name(info.callback.__name__))
+
+
 def command_table() -> click.Command:
-    """The click command typer builds from ``app``, built once per set of command modules:
-    typer inspects every command's signature to build it (13-50 ms for the foundation's
-    here). Calling it is ``app(...)`` without typer's excepthook, which only shows
-    exceptions ``main`` never lets through."""
-    if _in_use not in _tables:
-        _tables[_in_use] = typer_main.get_command(app)
-    return _tables[_in_use]
+    """The click command typer builds from ``app``, built once per set of command modules
+    and named command: typer inspects every command's signature to build it (6 ms for the
+    foundation's eleven, 10 ms with the sources' here), so the table of a command line
+    that names a known command holds that command alone (its parsing, help and errors are
+    the command's own; the group's options are the same). Calling it is ``app(...)``
+    without typer's excepthook, which only shows exceptions ``main`` never lets through."""
+    key = (_in_use, _only)
+    if key not in _tables:
+        commands, groups = app.registered_commands[:], app.registered_groups[:]
+        if _only is not None:
+            app.registered_commands[:] = [c for c in commands if _name(c) == _only]
+            app.registered_groups[:] = [g for g in groups if _name(g) == _only]
+        try:
+            _tables[key] = typer_main.get_command(app)
+        finally:
+            app.registered_commands[:], app.registered_groups[:] = commands, groups
+    return _tables[key]
 
 
 def prebuild_tables() -> None:
     """Build every table a command line can ask for, once: the daemon's server calls it
     before it forks, so a child runs its command without typer building anything."""
-    every = frozenset(COMMAND_MODULES.values())
-    for modules in (*(frozenset({m}) for m in sorted(every)), every, frozenset()):
-        _use(modules)
+    global _only
+    for command in (*sorted(FOUNDATION_COMMANDS), *sorted(COMMAND_MODULES), "--help"):
+        register_commands([command])
         command_table()
+    _use(frozenset())  # the foundation's registered, as at start
+    _only = None
 
 
 def _fail(

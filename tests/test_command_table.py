@@ -88,7 +88,7 @@ from librarian.cli.main import main
 before = set(sys.modules)
 out, sys.stdout = sys.stdout, open(os.devnull, "w")
 try:
-    main(["--library", sys.argv[1], "update"])
+    main(["--library", sys.argv[1], *sys.argv[2:]])
 except SystemExit:
     pass
 sys.stdout = out
@@ -96,8 +96,9 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 
-def test_a_daemon_child_imports_nothing_for_an_update(tmp_path: Path) -> None:
-    """What the server preloads covers an update that installs a change (the hot path)."""
+def test_a_daemon_child_imports_nothing_for_an_update_or_a_status(tmp_path: Path) -> None:
+    """What the server preloads covers an update that installs a change (the hot path)
+    and the status after it (what commands import only when they use it included)."""
     upstream = tmp_path / "up"
     make_skill(upstream / "skills", "alpha")
     git(tmp_path, "init", "-q", "-b", "main", str(upstream))
@@ -111,7 +112,8 @@ def test_a_daemon_child_imports_nothing_for_an_update(tmp_path: Path) -> None:
     write(upstream / "skills" / "alpha" / "notes.md", "new\n")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-qm", "second")
-    out = subprocess.run([sys.executable, "-c", _CHILD_UPDATE, str(library)], check=True,
-                         capture_output=True, text=True, env=env).stdout
-    assert json.loads(out) == []
+    for command in ("update", "status"):
+        out = subprocess.run([sys.executable, "-c", _CHILD_UPDATE, str(library), command],
+                             check=True, capture_output=True, text=True, env=env).stdout
+        assert json.loads(out) == [], command
     assert "notes.md" in git(library, "ls-tree", "-r", "--name-only", "HEAD").stdout.decode()

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from librarian.content import sourcedir
 from librarian.content.sourcedir import DEFAULT_IGNORES, read_source_dir
 from librarian.content.validate import load_source, validate_item
-from librarian.core.model import ItemFile, Policy, RecipeManifest, SkillManifest
+from librarian.core.manifests import RecipeManifest, SkillManifest
+from librarian.core.model import ItemFile, Policy
 from librarian.errors import UsageError, ValidationError
 
 POLICY = Policy()

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.core.model import RecipeEffects, RecipeInput
+from librarian.core.manifests import RecipeEffects, RecipeInput
 from librarian.errors import LibrarianError, UsageError, ValidationError
 from librarian.formats.recipe import coerce_input, input_env_name, parse_recipe
 

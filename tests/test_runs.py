@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import cli, write
 
-from librarian.core.model import RecipeEffects, RecipeInput, RecipeManifest
+from librarian.core.manifests import RecipeEffects, RecipeInput, RecipeManifest
 from librarian.gate import checks as gate
 from librarian.gate import runner
 from librarian.gate.checks import approve

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.core.model import SkillManifest
+from librarian.core.manifests import SkillManifest
 from librarian.core.names import name_problem
 from librarian.errors import LibrarianError, ValidationError
 from librarian.formats.skillmd import parse_skill_md

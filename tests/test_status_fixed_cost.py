@@ -21,10 +21,11 @@ from librarian.store.snapshot import DOCUMENTS_MEMO, committed_yaml
 Cap = pytest.CaptureFixture[str]
 
 #: Never imported by a warm status of a library without exposed tools.
-NOT_NEEDED = ("yaml", "librarian.gate", "librarian.content.validate", "librarian.formats.skillmd",
-              "librarian.formats.recipe", "librarian.content.secretscan", "librarian.store.txn",
-              "librarian.sources", "librarian.trust", "librarian.cli.skills",
-              "librarian.cli.sources", "librarian.cli.tools", "cryptography", "rich")
+NOT_NEEDED = ("yaml", "librarian.gate", "librarian.core.manifests", "librarian.content.validate",
+              "librarian.formats.skillmd", "librarian.formats.recipe",
+              "librarian.content.secretscan", "librarian.store.txn", "librarian.sources",
+              "librarian.trust", "librarian.cli.skills", "librarian.cli.sources",
+              "librarian.cli.tools", "cryptography", "rich")
 
 
 def _modules_after(library: Path, *args: str) -> tuple[int, str, set[str]]:

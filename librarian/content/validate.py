@@ -16,16 +16,8 @@ from librarian.content.sourcedir import (
     stat_source,
 )
 from librarian.core.gitpaths import collisions, path_problem, visible
-from librarian.core.model import (
-    MANIFEST_FILES,
-    ItemContent,
-    ItemFile,
-    ItemKind,
-    Manifest,
-    Nonconformity,
-    Policy,
-    SkillManifest,
-)
+from librarian.core.manifests import ItemContent, Manifest, Nonconformity, SkillManifest
+from librarian.core.model import MANIFEST_FILES, ItemFile, ItemKind, Policy
 from librarian.core.names import check_name, name_problem
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.recipe import RECIPE_FILE, parse_recipe

@@ -1,12 +1,12 @@
-"""Immutable value objects shared across the library: item content and manifests."""
+"""Immutable values shared across the library: where items live, the policy, an item's
+files. The parsed manifests and validated content are in ``core/manifests.py``, which
+only the commands that read or validate manifests import (a ``status`` does not)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
-
-from librarian.core.digest import content_digest
 
 ItemKind = Literal["skill", "recipe"]
 
@@ -41,90 +41,9 @@ BOUND_KEYS = ("max_exposed_tools", "max_item_bytes", "max_item_files", "max_file
 
 
 @dataclass(frozen=True)
-class Nonconformity:
-    """Content that breaks a rule of the Agent Skills format real clients tolerate (spec
-    §2): admitted with a warning naming the rule, refused under ``conformance: strict``.
-    Rule names are those of the reference validator's checks (skills-ref)."""
-
-    rule: str
-    message: str
-
-    def warning(self, file: str) -> str:
-        return f"{file}: nonconforming [{self.rule}]: {self.message}"
-
-
-@dataclass(frozen=True)
 class ItemFile:
     """One file of an item: posix path relative to the item directory."""
 
     path: str
     executable: bool
     data: bytes = field(repr=False)
-
-
-@dataclass(frozen=True)
-class SkillManifest:
-    name: str
-    description: str
-    license: str | None = None
-    compatibility: str | None = None
-    metadata: tuple[tuple[str, str], ...] = ()
-    allowed_tools: str | None = None
-    #: frontmatter keys the Agent Skills spec does not define: kept in the file, warned about
-    unknown_keys: tuple[str, ...] = ()
-    body: str = field(default="", repr=False)
-    #: rules of the format the frontmatter breaks (those about the directory come later)
-    nonconforming: tuple[Nonconformity, ...] = ()
-
-
-InputType = Literal["string", "integer", "number", "boolean", "path"]
-
-
-@dataclass(frozen=True)
-class RecipeInput:
-    name: str
-    type: InputType
-    required: bool = False
-    default: object = None
-    description: str | None = None
-
-
-@dataclass(frozen=True)
-class RecipeEffects:
-    filesystem: Literal["none", "read", "write"] | None = None
-    network: bool | None = None
-
-
-@dataclass(frozen=True)
-class RecipeManifest:
-    name: str
-    description: str
-    execution: Literal["sync", "async"]
-    environment: Literal["shell", "python", "docker", "wasm"]
-    entrypoint: str
-    inputs: tuple[RecipeInput, ...] = ()
-    result: str | None = None
-    effects: RecipeEffects | None = None
-    timeout: int | None = None
-
-
-Manifest = SkillManifest | RecipeManifest
-
-
-@dataclass(frozen=True)
-class ItemContent:
-    """A validated item, ready to be written: files sorted by path."""
-
-    kind: ItemKind
-    name: str
-    files: tuple[ItemFile, ...]
-    manifest: Manifest
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def digest(self) -> str:
-        return content_digest((f.path, f.executable, f.data) for f in self.files)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(len(f.data) for f in self.files)

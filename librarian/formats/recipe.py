@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast, get_args
 
-from librarian.core.model import InputType, RecipeEffects, RecipeInput, RecipeManifest
+from librarian.core.manifests import InputType, RecipeEffects, RecipeInput, RecipeManifest
 from librarian.core.names import name_problem
 from librarian.errors import UsageError
 from librarian.formats.skillmd import (

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from librarian.core.model import Nonconformity, SkillManifest
+from librarian.core.manifests import Nonconformity, SkillManifest
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.yamlio import load_yaml
 

@@ -26,7 +26,8 @@ from typing import Any, Literal, NoReturn
 from librarian.content.patch import tree_diff
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.fsutil import atomic_write
-from librarian.core.model import ItemFile, RecipeManifest
+from librarian.core.manifests import RecipeManifest
+from librarian.core.model import ItemFile
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, GateRefusal, LibrarianError, UsageError
 from librarian.formats.config import ToolEntry

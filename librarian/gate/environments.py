@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from librarian.core.model import RecipeEffects, RecipeManifest
+from librarian.core.manifests import RecipeEffects, RecipeManifest
 
 DOCKER_PROBE_SECONDS = 5.0
 WASM_RUNTIMES = ("wasmtime", "wasmer", "wasmedge")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.events import trailers
-from librarian.core.model import RecipeManifest
+from librarian.core.manifests import RecipeManifest
 from librarian.core.names import check_name
 from librarian.core.receipts import ExposureReceipt, Receipt
 from librarian.errors import ConflictError, UsageError

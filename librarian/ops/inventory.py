@@ -6,7 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from librarian.core.model import MANIFEST_FILES, RecipeManifest
+from librarian.core.manifests import RecipeManifest
+from librarian.core.model import MANIFEST_FILES
 from librarian.core.progress import counted
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from librarian.content.validate import load_source, validate_item
 from librarian.core.events import trailers
-from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile
+from librarian.core.manifests import ItemContent
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemFile
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError

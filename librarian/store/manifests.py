@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from librarian.core.model import MANIFEST_FILES, RecipeManifest
+from librarian.core.manifests import RecipeManifest
+from librarian.core.model import MANIFEST_FILES
 from librarian.errors import UsageError
 from librarian.formats.recipe import parse_recipe
 from librarian.formats.skillmd import parse_skill_md

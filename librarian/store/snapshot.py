@@ -14,10 +14,10 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from librarian.core.digest import MODE_TREE
-from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemContent, ItemFile, Policy
+from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemFile, Policy
 from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -35,6 +35,9 @@ from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Item, Library, committed_items
 from librarian.store.memo import TreeMemo
 from librarian.store.resolve import find_item
+
+if TYPE_CHECKING:
+    from librarian.core.manifests import ItemContent
 
 _Value = TypeVar("_Value")
 #: The memo of parsed configuration documents, by blob id: a few versions of two files.

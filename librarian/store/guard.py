@@ -23,7 +23,6 @@ from dulwich.config import ConfigFile
 from librarian.core.gitpaths import visible
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
-from librarian.store.indexscan import IndexFormatError, scan_index
 
 #: Top-level entries librarian writes into (the folders and the committed files).
 WRITTEN_TOP = (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR, "library.yaml", "tools.yaml",
@@ -117,6 +116,9 @@ def refuse_unfinished_git(git_dir: Path, has_head: bool, conflicted: Iterable[st
 def conflicted_paths(index_path: Path) -> list[str]:
     """Paths of the index entries in a merge stage (1-3): only the stage bits of each
     entry's flags are read (7 ms for 20,000 entries, where a full read costs 30 ms)."""
+    # Imported here: only changing commands read the index; a status does not pay for it.
+    from librarian.store.indexscan import scan_index
+
     try:
         data = index_path.read_bytes()
     except FileNotFoundError:
@@ -129,6 +131,8 @@ def conflicted_paths(index_path: Path) -> list[str]:
 
 def refuse_unsafe_library(root: Path, has_head: bool) -> None:
     """Everything a changing command checks before it writes (and before recovery)."""
+    from librarian.store.indexscan import IndexFormatError  # see conflicted_paths
+
     git_dir = root / ".git"
     refuse_linked_state(git_dir)
     refuse_linked_paths(root, ())

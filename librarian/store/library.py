@@ -13,7 +13,6 @@ from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
 )
-from librarian.formats.userconfig import config_path, load_user_config
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.guard import refuse_linked_state
 from librarian.store.memo import ShortMemo
@@ -93,6 +92,9 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None) -> Libra
         if is_library(candidate):
             refuse_linked_state(candidate / ".git")
             return Library(candidate)
+    # Imported here: a command run in (or naming) its library never reads the user config.
+    from librarian.formats.userconfig import config_path, load_user_config
+
     default = load_user_config().library
     if default is not None:
         root = default.absolute()

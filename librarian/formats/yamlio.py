@@ -5,14 +5,16 @@ Plain data only (spec §2): no explicit tags (``!!binary``, ``!!set``, ``!foo``)
 expand, never enters a library. The event scan runs only when the text could hold an
 anchor or a tag (``&`` or ``!``), so the large lock file is parsed once.
 
-PyYAML is imported by the functions that parse or dump, not with this module: the lock's
-fixed shape (``formats/lockfile.py``) and the configuration remembered by blob id
-(``store/snapshot.py``) are read without it, so a warm ``status`` or ``update`` never
-loads it (~11 ms of start-up).
+PyYAML is imported by the functions that parse or dump, not with this module (~11 ms of
+start-up): the lock's fixed shape (``formats/lockfile.py``), the configuration remembered
+by blob id (``store/snapshot.py``) and a flat document (``_flat_mapping``: one ``key:
+words`` a line, the shape of most SKILL.md frontmatter) are read without it, so a warm
+``status``, and an ``update`` of skills whose frontmatter is flat, never load it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +45,43 @@ def _plain_data_problem(text: str) -> str | None:
     return None
 
 
+# -- flat documents: read without PyYAML ---------------------------------------------------
+
+#: Words YAML 1.1 (PyYAML's resolvers) reads as a boolean or null, not as a string.
+_WORDS = frozenset(
+    w for base in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
+    for w in (base, base.capitalize(), base.upper()))
+_FLAT_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# A plain scalar that can only be a string: starts with a letter (so never a number, a
+# date, an indicator, a tag or an anchor), holds no tab, control or line-break character
+# (YAML 1.1 breaks lines at NEL, LS and PS too), and neither ": " nor " #".
+_FLAT_VALUE = re.compile(
+    "[A-Za-z][\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+    "\U00010000-\U0010ffff]*")
+
+
+def _flat_mapping(text: str) -> dict[str, object] | None:
+    """The document, when it is one ``key: value`` a line (blank lines aside) with every
+    key a plain scalar YAML reads as that very string, no key twice, and every value such
+    a string or an empty ``{}`` or ``[]`` (``tools: {}``): what PyYAML would return for it.
+    None for anything else (then PyYAML reads it)."""
+    document: dict[str, object] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep or key in document or key in _WORDS or _FLAT_KEY.fullmatch(key) is None:
+            return None
+        if value in ("{}", "[]"):
+            document[key] = {} if value == "{}" else []
+        elif value in _WORDS or _FLAT_VALUE.fullmatch(value) is None or ": " in value or (
+                " #" in value or value[-1] in " :"):
+            return None
+        else:
+            document[key] = value
+    return document or None
+
+
 def _loader() -> Any:
     import yaml  # start-up cost: see the module docstring
 
@@ -59,6 +98,9 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UsageError(f"{what} is not valid UTF-8: {exc}", path=what) from None
+    flat = _flat_mapping(data)
+    if flat is not None:
+        return flat
     import yaml  # start-up cost: see the module docstring
 
     try:

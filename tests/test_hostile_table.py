@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +111,7 @@ def _linked_state(entry: str, command: str = "retain") -> Setup:
             state.rename(ctx.outside / "state")
             path = state
         elif path.is_dir():
-            path.rmdir()
+            shutil.rmtree(path)  # the cache may hold what init remembered
         elif path.exists():
             path.unlink()
         path.symlink_to(ctx.outside)

@@ -130,3 +130,21 @@ def test_a_document_json_cannot_hold_exactly_is_never_remembered(library: Path) 
             assert (memo.get(blob.decode()) is not None) == remembered, text
             assert committed_yaml(store, blob, "x.yaml", accept) == first or not remembered
     assert seen[-1] == {"x": [1, 2.5, None, True]}
+
+
+def test_the_memo_never_goes_through_a_link(library: Path, tmp_path: Path,
+                                            capsys: Cap) -> None:
+    """A linked memo file is refused like any linked state; a linked cache directory is
+    neither read nor written through (tests/test_status.py: the stamp)."""
+    fresh = cli(capsys, library, "status", "--json")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    forged = json.dumps({"version": 1, "entries": {}})
+    write(outside / f"{DOCUMENTS_MEMO}.json", forged)
+    _memo(library).unlink()
+    _memo(library).symlink_to(outside / f"{DOCUMENTS_MEMO}.json")
+    refused = cli(capsys, library, "status")
+    assert refused.code == 2 and "never writes through" in refused.err  # as for any cache
+    assert (outside / f"{DOCUMENTS_MEMO}.json").read_text() == forged  # not written through
+    _memo(library).unlink()
+    assert cli(capsys, library, "status", "--json") == fresh

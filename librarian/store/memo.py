@@ -52,6 +52,8 @@ class TreeMemo:
         self._entries: dict[str, Any] = {}
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):
+            if path.parent.is_symlink() or path.is_symlink():
+                return  # a link in the cache is never followed: the memo starts empty
             document = json.loads(path.read_bytes())
             if isinstance(document, dict) and document.get("version") == _VERSION and \
                     isinstance(document.get("entries"), dict):
@@ -87,6 +89,8 @@ class TreeMemo:
         self._dirty = False
         with contextlib.suppress(OSError):
             self._path.parent.mkdir(exist_ok=True)
+            if self._path.parent.is_symlink():
+                return  # never written through a linked cache directory
             atomic_write(self._path, json.dumps(
                 {"version": _VERSION, "entries": self._entries},
                 separators=(",", ":")).encode())

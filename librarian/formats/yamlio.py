@@ -14,7 +14,6 @@ words`` a line, the shape of most SKILL.md frontmatter) are read without it, so 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,13 +50,23 @@ def _plain_data_problem(text: str) -> str | None:
 _WORDS = frozenset(
     w for base in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
     for w in (base, base.capitalize(), base.upper()))
-_FLAT_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-# A plain scalar that can only be a string: starts with a letter (so never a number, a
-# date, an indicator, a tag or an anchor), holds no tab, control or line-break character
-# (YAML 1.1 breaks lines at NEL, LS and PS too), and neither ": " nor " #".
-_FLAT_VALUE = re.compile(
-    "[A-Za-z][\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-    "\U00010000-\U0010ffff]*")
+
+
+def _plain_word(text: str, *, key: bool) -> bool:
+    """Whether ``text`` is a plain scalar YAML can only read as that very string: it starts
+    with an ASCII letter (so it is never a number, a date, an indicator, a tag or an
+    anchor), is not a YAML 1.1 boolean or null, holds only printable characters (no tab,
+    control, format or line-break character: YAML 1.1 breaks lines at NEL, LS and PS too)
+    and neither ``: `` nor `` #``, and does not end in a space or ``:``. A key is letters,
+    digits, ``-`` and ``_`` only. (No regular expression: this module is imported by
+    every command, and compiling one costs more than the check.)"""
+    if not text or not (text[0].isascii() and text[0].isalpha()) or text in _WORDS:
+        return False
+    if key:
+        rest = text.replace("-", "").replace("_", "")
+        return rest.isascii() and rest.isalnum()
+    return text.isprintable() and ": " not in text and " #" not in text and (
+        text[-1] not in " :")
 
 
 def _flat_mapping(text: str) -> dict[str, object] | None:
@@ -70,15 +79,14 @@ def _flat_mapping(text: str) -> dict[str, object] | None:
         if not line:
             continue
         key, sep, value = line.partition(": ")
-        if not sep or key in document or key in _WORDS or _FLAT_KEY.fullmatch(key) is None:
+        if not sep or key in document or not _plain_word(key, key=True):
             return None
         if value in ("{}", "[]"):
             document[key] = {} if value == "{}" else []
-        elif value in _WORDS or _FLAT_VALUE.fullmatch(value) is None or ": " in value or (
-                " #" in value or value[-1] in " :"):
-            return None
-        else:
+        elif _plain_word(value, key=False):
             document[key] = value
+        else:
+            return None
     return document or None
 
 

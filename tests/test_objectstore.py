@@ -14,7 +14,7 @@ from dulwich.objects import ObjectID
 from helpers import git, git_text, requires_git
 
 from librarian.store.gitstore import GitStore
-from librarian.store.objectstore import LibraryObjectStore
+from librarian.store.objectstore import LibraryObjectStore, held
 
 _TYPES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 
@@ -76,8 +76,10 @@ def test_a_loose_object_is_read_without_searching_the_packs(
         monkeypatch.setattr(os, "listdir", lambda path: listings.append(path) or real(path))
         assert object_store.get_raw(ObjectID(head))[0] == 1
         assert ObjectID(head) in object_store
-        assert ObjectID(b"0" * 40) not in object_store  # a miss lists nothing either
-    assert listings == []
+        assert not held(object_store, ObjectID(b"0" * 40))  # nor does held's miss
+        assert listings == []
+        assert ObjectID(b"0" * 40) not in object_store  # a membership miss looks again
+        assert listings != []
 
 
 @requires_git
@@ -107,3 +109,19 @@ def test_reads_survive_the_last_used_pack_being_repacked_away(tmp_path: Path) ->
         git(repo, "repack", "-a", "-d", "-q")  # every pack it knew is gone
         for sha, (kind, data) in objects.items():
             assert object_store.get_raw(ObjectID(sha.encode())) == (_TYPES[kind], data)
+
+
+@requires_git
+def test_a_pack_landed_meanwhile_answers_membership(tmp_path: Path) -> None:
+    """A closure check asks ``in``: an object another process packed since must not be
+    called missing."""
+    repo = _repo_with_packs_and_loose(tmp_path)
+    with GitStore(repo) as store:
+        object_store = store.dulwich_repo.object_store
+        assert store.head() is not None
+        (repo / "late").write_text("late\n")
+        git(repo, "add", "late")
+        git(repo, "commit", "-q", "-m", "late")
+        git(repo, "repack", "-a", "-d", "-q")
+        late = git_text(repo, "rev-parse", "HEAD").strip().encode()
+        assert ObjectID(late) in object_store

@@ -44,7 +44,7 @@ class LibraryObjectStore(DiskObjectStore):
                 return last.get_raw(name)
             except KeyError:
                 pass
-            except PackFileDisappeared:
+            except (OSError, PackFileDisappeared):
                 self._last_pack = None
         loose = self._get_loose_object(ObjectID(name))
         if loose is not None:
@@ -56,20 +56,18 @@ class LibraryObjectStore(DiskObjectStore):
                 found = pack.get_raw(name)
             except KeyError:
                 continue
-            except PackFileDisappeared:
-                break
+            except (OSError, PackFileDisappeared):
+                break  # repacked away since it was listed: dulwich's lookup evicts it
             self._last_pack = pack_name
             return found
         return super().get_raw(name)
 
     def __contains__(self, sha: ObjectID) -> bool:
-        # Without dulwich's listing of the pack directory on a miss: a pack another
-        # process landed meanwhile is found by the next read that misses (get_raw), and a
-        # membership test that misses it only makes a harmless duplicate (an object
-        # written or fetched again).
-        if held(self, sha):
-            return True
-        return any(sha in alternate for alternate in self.alternates)
+        # Held (loose, or in a pack already open) answers at once; only a miss lists the
+        # pack directory again, so a pack another process landed meanwhile is seen (a
+        # closure check must not call a held object missing). Where a miss is the common
+        # case and a wrong one only costs a duplicate, callers ask ``held`` instead.
+        return held(self, sha) or super().__contains__(sha)
 
     def prefer_newest_packs(self) -> None:
         """Order the packs newest first, as git sorts them by mtime; called on opening and
@@ -110,7 +108,13 @@ def held(store: DiskObjectStore, sha: ObjectID) -> bool:
     object a harmless duplicate)."""
     if len(sha) == store.object_format.hex_length and store.contains_loose(sha):
         return True
-    return any(sha in pack for pack in list(store._pack_cache.values()))
+    for pack in list(store._pack_cache.values()):
+        try:
+            if sha in pack:
+                return True
+        except (OSError, PackFileDisappeared):
+            continue  # repacked away since it was listed: dulwich's lookups evict it
+    return False
 
 
 def write_objects(store: DiskObjectStore, fresh: list[ShaFile]) -> None:

@@ -1,6 +1,7 @@
 """Benchmark librarian against the git command line on the same synthetic library.
 
     python bench/run.py --items 10000 [--runs 7] [--keep DIR]
+    python bench/run.py scale --items 1000 [--runs 5] [--before DIR] [--resident] [--cases …]
 
 Builds a library of N skills of 5 small files each (committed with the git binary, which
 is the fast way to make the fixture), then times whole processes, median of --runs:
@@ -8,6 +9,11 @@ is the fast way to make the fixture), then times whole processes, median of --ru
 - ``librarian status`` vs ``git status`` (warm cache, clean tree);
 - retaining one more item (``librarian retain``) vs ``git add`` + ``git commit`` of an
   equivalent directory, at N items and at 10 items, to show the cost does not grow.
+
+``scale`` runs the speed-at-scale cases of ``bench/scale.py`` (first install, status,
+update of 10 / 100 changed items, nothing new, inspect, prompt, peak memory, source
+remove, each against git and optionally an older tree and the daemon); its arguments are
+scale.py's.
 
 Benchmarks are never part of the test suite. Needs the git binary.
 """
@@ -112,6 +118,13 @@ def report(items: int, results: dict[str, float]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["scale"]:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import scale
+
+        sys.argv = [str(Path(scale.__file__)), *sys.argv[2:]]
+        scale.main()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=7)

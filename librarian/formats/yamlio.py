@@ -50,6 +50,8 @@ def _plain_data_problem(text: str) -> str | None:
 _WORDS = frozenset(
     w for base in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
     for w in (base, base.capitalize(), base.upper()))
+#: PyYAML and libyaml refuse a plain (implicit) key longer than this.
+_MAX_SIMPLE_KEY = 1024
 
 
 def _plain_word(text: str, *, key: bool) -> bool:
@@ -58,11 +60,14 @@ def _plain_word(text: str, *, key: bool) -> bool:
     anchor), is not a YAML 1.1 boolean or null, holds only printable characters (no tab,
     control, format or line-break character: YAML 1.1 breaks lines at NEL, LS and PS too)
     and neither ``: `` nor `` #``, and does not end in a space or ``:``. A key is letters,
-    digits, ``-`` and ``_`` only. (No regular expression: this module is imported by
-    every command, and compiling one costs more than the check.)"""
+    digits, ``-`` and ``_`` only, at most 1,024 of them (both PyYAML loaders refuse a
+    longer implicit key). (No regular expression: this module is imported by every
+    command, and compiling one costs more than the check.)"""
     if not text or not (text[0].isascii() and text[0].isalpha()) or text in _WORDS:
         return False
     if key:
+        if len(text) > _MAX_SIMPLE_KEY:
+            return False
         rest = text.replace("-", "").replace("_", "")
         return rest.isascii() and rest.isalnum()
     return text.isprintable() and ": " not in text and " #" not in text and (

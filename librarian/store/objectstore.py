@@ -14,8 +14,10 @@ would find it, with the same bytes (ids name contents).
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
+from dulwich.errors import FileFormatException
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, RawObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
@@ -46,7 +48,10 @@ class LibraryObjectStore(DiskObjectStore):
                 pass
             except (OSError, PackFileDisappeared):
                 self._last_pack = None
-        loose = self._get_loose_object(ObjectID(name))
+        try:
+            loose = self._get_loose_object(ObjectID(name))
+        except (OSError, ValueError, zlib.error, FileFormatException):
+            loose = None  # damaged: a packed copy answers, as in dulwich's own order
         if loose is not None:
             return loose.type_num, loose.as_raw_string()
         for pack_name, pack in list(self._pack_cache.items()):

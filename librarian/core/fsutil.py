@@ -64,7 +64,7 @@ def _fsync_each(paths: list[Path]) -> bool:
     pending = iter(paths)
     take = threading.Lock()
     gone: list[Path] = []
-    failed: list[OSError] = []
+    failed: list[Exception] = []  # whatever a thread raised, raised again here
 
     def work() -> None:
         while not gone and not failed:
@@ -77,12 +77,12 @@ def _fsync_each(paths: list[Path]) -> bool:
             except FileNotFoundError:
                 gone.append(path)
                 return
-            except OSError as exc:
+            except Exception as exc:  # not only OSError: a thread's exception is not ours
                 failed.append(exc)
                 return
             try:
                 os.fsync(fd)
-            except OSError as exc:
+            except Exception as exc:
                 failed.append(exc)
             finally:
                 os.close(fd)

@@ -8,7 +8,8 @@
   cache directory and reads the filesystem's own time from it, so any timestamp
   granularity (ext4's clock tick, FAT's two seconds) and any clock skew of a network
   filesystem are judged by the clock that stamps the files. Where no stamp can be made
-  (a read-only library), the wall clock less ``RACY_SECONDS`` stands in.
+  (a read-only library), and for a directory on another device than the stamp (a mount
+  in the library, with a clock of its own), the wall clock less ``RACY_SECONDS`` stands in.
 - ``digests.bin``: committed SHA-1 tree id -> SHA-256 digest. Tree ids are immutable, so
   entries never go stale.
 
@@ -119,8 +120,11 @@ def _signature(records: list[tuple[bytes, bytes]]) -> bytes:
     return hasher.digest()
 
 
-def _full_scan(directory: str, racy_after_ns: int) -> Scan:
-    """Read every directory: the first look, or after a directory's entries changed."""
+def _full_scan(directory: str, racy_after_ns: int, device: int | None = None,
+               elsewhere_ns: int | None = None) -> Scan:
+    """Read every directory: the first look, or after a directory's entries changed. A
+    directory on another device than ``device`` (the stamp's: a mount inside the library,
+    whose clock may tick in seconds) is judged by ``elsewhere_ns`` instead."""
     records: list[tuple[bytes, bytes]] = []
     dirs: list[tuple[bytes, int, int]] = []
     racy = False
@@ -132,7 +136,9 @@ def _full_scan(directory: str, racy_after_ns: int) -> Scan:
         if not stat.S_ISDIR(st_dir.st_mode):
             raise NotRegularFile(Path(os.fsdecode(current)))
         mtime, ctime = st_dir.st_mtime_ns, st_dir.st_ctime_ns
-        racy = racy or mtime >= racy_after_ns or ctime >= racy_after_ns
+        limit = racy_after_ns if elsewhere_ns is None or st_dir.st_dev == device else (
+            elsewhere_ns)
+        racy = racy or mtime >= limit or ctime >= limit
         dirs.append((prefix, mtime, ctime))
         with os.scandir(current) as entries:
             for entry in entries:
@@ -140,7 +146,7 @@ def _full_scan(directory: str, racy_after_ns: int) -> Scan:
                     pending.append((entry.path, prefix + entry.name + b"/"))
                 elif entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
-                    if st.st_mtime_ns >= racy_after_ns or st.st_ctime_ns >= racy_after_ns:
+                    if st.st_mtime_ns >= limit or st.st_ctime_ns >= limit:
                         racy = True
                     records.append((prefix + entry.name, pack(
                         st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)))
@@ -193,6 +199,14 @@ class WorkTreeCache:
         self._seen: dict[str, int | bytes] = {}  # key -> index of its old record, or new
         self._dirty = False
         self._racy_after_ns = racy_after_ns(cache_dir)
+        # The stamp tells the clock of its own file system only: a directory elsewhere (a
+        # mount in the library) is judged by the wall clock less RACY_SECONDS, as before.
+        try:
+            self._device: int | None = cache_dir.lstat().st_dev
+        except OSError:
+            self._device = None
+        self._elsewhere_ns = min(self._racy_after_ns,
+                                 time.time_ns() - RACY_SECONDS * 1_000_000_000)
 
     def _find(self, key: str) -> int | None:
         file = self._file
@@ -232,7 +246,7 @@ class WorkTreeCache:
             if same:
                 self._seen[key] = index
                 return _item_hash(entry.ids)
-        scan = _full_scan(directory, self._racy_after_ns)
+        scan = _full_scan(directory, self._racy_after_ns, self._device, self._elsewhere_ns)
         if cached is not None and cached[1].signature == scan.signature:
             # Same files, but a directory changed (an empty one added, a swap file come
             # and gone): keep the ids, refresh the directory list for the next look.

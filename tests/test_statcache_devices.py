@@ -1,4 +1,4 @@
-"""Review (issue 12): the stat cache's stamp tells the clock of the file system it is made
+"""The stat cache's stamp tells the clock of the file system it is made
 on (``.git/librarian/cache``) only. A directory of the library on another file system (a
 mount whose timestamps tick in seconds) must not be trusted by it: there a same-size edit
 in the same second as a status was missed for good (``status`` said clean ever after)."""

@@ -1,4 +1,4 @@
-"""Review (issue 12): an object that is packed reads as dulwich (and git) read it, whatever
+"""An object that is packed reads as dulwich (and git) read it, whatever
 a loose copy of it holds: dulwich reads the packs first, librarian the loose object first."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _packed_blob_with_bad_loose_copy(tmp_path: Path, *, swapped: bool) -> tuple[
 @pytest.mark.parametrize("swapped", [
     False,
     pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "review finding, not fixed: the loose copy is read before the packs and dulwich "
+        "known, not fixed: the loose copy is read before the packs and dulwich "
         "does not check that a loose object's bytes hash to its name"))),
 ], ids=["truncated", "swapped"])
 def test_a_packed_object_reads_as_dulwich_reads_it_whatever_its_loose_copy(

@@ -1,4 +1,4 @@
-"""Review (issue 12): the flat YAML reader returns what both PyYAML loaders return, or None."""
+"""The flat YAML reader returns what both PyYAML loaders return, or None."""
 
 from __future__ import annotations
 

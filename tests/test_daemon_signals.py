@@ -1,4 +1,4 @@
-"""Review: SIGHUP and SIGQUIT through the daemon end a command as docs/decisions.md says
+"""SIGHUP and SIGQUIT through the daemon end a command as docs/decisions.md says
 (SIGHUP as in-process; SIGQUIT, which dumps core, as exit 128 + 3)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _closed_early(library: Path, env: dict[str, str]) -> int:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "review finding, not fixed (older than issue 12: also at bf5069a^): in the daemon's "
+    "known, not fixed (older than issue 12: also at bf5069a^): in the daemon's "
     "child the broken pipe surfaces inside click, which exits 1; in-process main() "
     "turns it into 0"))
 def test_a_reader_that_goes_early_gets_the_in_process_exit_code(

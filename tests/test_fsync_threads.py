@@ -1,4 +1,4 @@
-"""Review (issue 12): a batch's fsyncs run in threads; whatever one of them raises reaches
+"""A batch's fsyncs run in threads; whatever one of them raises reaches
 the caller, as it did when they ran one after the other (nothing is called durable that
 was not fsynced)."""
 

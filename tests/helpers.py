@@ -338,3 +338,16 @@ def settle_files(monkeypatch: pytest.MonkeyPatch) -> None:
     from librarian.store import statcache
 
     monkeypatch.setattr(statcache, "racy_after_ns", lambda _cache_dir: time.time_ns())
+
+
+def modules_after(library: Path, *args: str) -> tuple[int, str, set[str]]:
+    """Run one command in a fresh interpreter: its exit code, stdout and every module it
+    loaded (what a command imports is part of its cost)."""
+    code = ("import json, sys\nfrom librarian.cli.main import main\n"
+            f"try:\n    main(['--library', {str(library)!r}, *{list(args)!r}])\n"
+            "except SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
+            "sys.stderr.write('\\n' + json.dumps([code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    exit_code, modules = json.loads(done.stderr.rsplit("\n", 1)[-1])
+    return exit_code, done.stdout, set(modules)

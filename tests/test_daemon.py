@@ -350,7 +350,7 @@ def _interrupted(listener: socket.socket, library: Path, how: str,
     return client.returncode, out, err
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGKILL"])
 def test_a_client_killed_mid_command_takes_its_command_with_it(
         library: Path, daemon: int, tmp_path: Path, how: str) -> None:
     listener = _hanging_source(library, tmp_path)
@@ -361,9 +361,13 @@ def test_a_client_killed_mid_command_takes_its_command_with_it(
     assert served(library) == 1  # the server reaped the command's process and lives on
     if how == "SIGKILL":  # nothing to pass on: the server ends the command (SIGTERM)
         assert through[0] == -signal.SIGKILL
+    elif how == "SIGQUIT":  # docs/decisions.md: a signal that dumps core ends it 128 + N
+        assert _interrupted(listener, library, how, IN_PROCESS)[0] == -signal.SIGQUIT
+        assert through[0] == 128 + signal.SIGQUIT
     else:
         assert through == _interrupted(listener, library, how, IN_PROCESS)
-        assert through[0] == (130 if how == "SIGINT" else -signal.SIGTERM)
+        assert through[0] == {"SIGINT": 130, "SIGTERM": -signal.SIGTERM,
+                              "SIGHUP": -signal.SIGHUP}[how]
     listener.close()
 
 

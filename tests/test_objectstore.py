@@ -32,6 +32,15 @@ def _repo_with_packs_and_loose(tmp_path: Path, packs: int = 6) -> Path:
     return repo
 
 
+def _late_commit_repacked(repo: Path) -> bytes:
+    """Another process commits and repacks everything: every pack replaced, loose ones too."""
+    (repo / "late").write_text("late\n")
+    git(repo, "add", "late")
+    git(repo, "commit", "-q", "-m", "late")
+    git(repo, "repack", "-a", "-d", "-q")
+    return git_text(repo, "rev-parse", "HEAD").strip().encode()
+
+
 def _every_object(repo: Path) -> dict[str, tuple[str, bytes]]:
     ids = git_text(repo, "cat-file", "--batch-all-objects",
                    "--batch-check=%(objectname) %(objecttype)").split("\n")
@@ -88,11 +97,7 @@ def test_a_pack_another_process_lands_is_still_read(tmp_path: Path) -> None:
     with GitStore(repo) as store:
         object_store = store.dulwich_repo.object_store
         assert store.head() is not None
-        (repo / "late").write_text("late\n")
-        git(repo, "add", "late")
-        git(repo, "commit", "-q", "-m", "late")
-        git(repo, "repack", "-a", "-d", "-q")  # every pack replaced, the loose ones too
-        late = git_text(repo, "rev-parse", "HEAD").strip().encode()
+        late = _late_commit_repacked(repo)
         assert object_store.get_raw(ObjectID(late))[0] == 1
         assert store.commit(late).message.startswith("late")
 
@@ -119,9 +124,5 @@ def test_a_pack_landed_meanwhile_answers_membership(tmp_path: Path) -> None:
     with GitStore(repo) as store:
         object_store = store.dulwich_repo.object_store
         assert store.head() is not None
-        (repo / "late").write_text("late\n")
-        git(repo, "add", "late")
-        git(repo, "commit", "-q", "-m", "late")
-        git(repo, "repack", "-a", "-d", "-q")
-        late = git_text(repo, "rev-parse", "HEAD").strip().encode()
+        late = _late_commit_repacked(repo)
         assert ObjectID(late) in object_store

@@ -20,6 +20,19 @@ def _objects(repo: Path) -> set[str]:
     return set(out.split())
 
 
+def _repo_with_packs(tmp_path: Path, count: int) -> Path:
+    """A repository of ``count`` commits, each in a pack of its own (as fetches add them)."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "config", "gc.auto", "0")  # git's own auto-gc would merge them at 50
+    for number in range(count):
+        (repo / f"f{number}").write_text(f"content {number}\n" * (number + 1))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"commit {number}")
+        git(repo, "repack", "-d", "-q")
+    return repo
+
+
 def _packs(repo: Path) -> int:
     counts = dict(line.split(": ") for line in git_text(repo, "count-objects", "-v").splitlines())
     return int(counts["packs"])
@@ -27,14 +40,7 @@ def _packs(repo: Path) -> int:
 
 @requires_git
 def test_more_than_fifty_packs_are_merged_into_one_and_git_agrees(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    git(tmp_path, "init", "-q", str(repo))
-    git(repo, "config", "gc.auto", "0")  # git's own auto-gc would merge them at 50
-    for number in range(56):
-        (repo / f"f{number}").write_text(f"content {number}\n" * (number + 1))
-        git(repo, "add", f"f{number}")
-        git(repo, "commit", "-q", "-m", f"commit {number}")
-        git(repo, "repack", "-d", "-q")  # one new pack of the loose objects, as a fetch adds
+    repo = _repo_with_packs(tmp_path, 56)
     before = _objects(repo)
     assert _packs(repo) == 56
     with GitStore(repo) as store:
@@ -50,13 +56,7 @@ def test_more_than_fifty_packs_are_merged_into_one_and_git_agrees(tmp_path: Path
 
 @requires_git
 def test_a_kept_pack_and_a_store_under_the_limit_are_left_alone(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    git(tmp_path, "init", "-q", str(repo))
-    for number in range(6):
-        (repo / f"f{number}").write_text(f"{number}\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"c{number}")
-        git(repo, "repack", "-d", "-q")
+    repo = _repo_with_packs(tmp_path, 6)
     pack_dir = repo / ".git" / "objects" / "pack"
     kept = sorted(pack_dir.glob("*.pack"))[0]
     kept.with_suffix(".keep").write_text("")
@@ -92,13 +92,7 @@ def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
 @requires_git
 def test_objects_are_looked_up_in_the_newest_pack_first(tmp_path: Path) -> None:
     """As git sorts its packs by mtime: what the last fetch brought is found at once."""
-    repo = tmp_path / "repo"
-    git(tmp_path, "init", "-q", str(repo))
-    for number in range(8):
-        (repo / f"f{number}").write_text(f"{number}\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"c{number}")
-        git(repo, "repack", "-d", "-q")
+    repo = _repo_with_packs(tmp_path, 8)
     pack_dir = repo / ".git" / "objects" / "pack"
     by_age = sorted(pack_dir.glob("*.pack"), key=lambda p: p.name)  # any order but mtime's
     for age, path in enumerate(by_age):
@@ -110,4 +104,4 @@ def test_objects_are_looked_up_in_the_newest_pack_first(tmp_path: Path) -> None:
         os.utime(by_age[0], ns=(99 * 10**9, 99 * 10**9))
         store.prefer_newest_packs()
         assert list(cache) == [by_age[0].stem, *newest_first[:-1]]
-        assert store.commit(store.head() or b"").message.startswith("c7")
+        assert store.commit(store.head() or b"").message.startswith("commit 7")

@@ -5,12 +5,18 @@ status imports, and the committed configuration documents remembered by blob id
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, commit_config_edit, hand_commit, make_recipe, make_skill, write
+from helpers import (
+    cli,
+    commit_config_edit,
+    hand_commit,
+    make_recipe,
+    make_skill,
+    modules_after,
+    write,
+)
 
 from librarian.ops.retention import retain
 from librarian.store.changes import FileChange
@@ -28,18 +34,6 @@ NOT_NEEDED = ("yaml", "librarian.gate", "librarian.core.manifests", "librarian.c
               "librarian.cli.tools", "cryptography", "rich")
 
 
-def _modules_after(library: Path, *args: str) -> tuple[int, str, set[str]]:
-    """Run one command in a fresh interpreter: its exit code, stdout and every module."""
-    code = ("import json, sys\nfrom librarian.cli.main import main\n"
-            f"try:\n    main(['--library', {str(library)!r}, *{list(args)!r}])\n"
-            "except SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
-            "sys.stderr.write('\\n' + json.dumps([code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
-    exit_code, modules = json.loads(done.stderr.rsplit("\n", 1)[-1])
-    return exit_code, done.stdout, set(modules)
-
-
 def _loaded(modules: set[str], name: str) -> bool:
     return any(m == name or m.startswith(name + ".") for m in modules)
 
@@ -50,14 +44,14 @@ def _memo(library: Path) -> Path:
 
 def test_a_warm_status_imports_only_what_it_uses(library: Path, sources: Path) -> None:
     retain(Library(library), make_skill(sources, "pdf"))
-    first = _modules_after(library, "status")
+    first = modules_after(library, "status")
     assert first[0] == 0
     assert _memo(library).is_file()  # tools.yaml's document, by its blob id
-    code, out, modules = _modules_after(library, "status")
+    code, out, modules = modules_after(library, "status")
     assert (code, out) == first[:2]
     assert [name for name in NOT_NEEDED if _loaded(modules, name)] == []
     # --json needs the JSON conversion, still not PyYAML
-    code, out, modules = _modules_after(library, "status", "--json")
+    code, out, modules = modules_after(library, "status", "--json")
     assert code == 0 and json.loads(out)["clean"]
     assert _loaded(modules, "librarian.core.jsonable") and not _loaded(modules, "yaml")
 
@@ -66,11 +60,11 @@ def test_a_status_with_tools_judges_them_as_before(library: Path, sources: Path,
                                                    capsys: Cap) -> None:
     retain(Library(library), make_recipe(sources, "review"))
     assert cli(capsys, library, "expose", "review").code == 0
-    code, out, modules = _modules_after(library, "status", "--json")
+    code, out, modules = modules_after(library, "status", "--json")
     assert code == 0
     assert [(t["name"], t["status"]) for t in json.loads(out)["tools"]] == [("review", "ok")]
     assert _loaded(modules, "librarian.gate.tools")
-    again = _modules_after(library, "status", "--json")
+    again = modules_after(library, "status", "--json")
     assert again[:2] == (code, out) and not _loaded(again[2], "yaml")
 
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, requires_git, run_main
+from helpers import cli, git, modules_after, requires_git, run_main
 from sources_helpers import Upstream, edit_source
 
 Cap = pytest.CaptureFixture[str]
@@ -22,16 +20,9 @@ NOT_NEEDED = ("cryptography", "librarian.trust", "librarian.store.merge",
               "librarian.content.patch", "librarian.core.receipts")
 
 
-def _modules_after(library: Path, *args: str) -> tuple[int, set[str]]:
-    """Run one command in a fresh interpreter; its exit code and every module it loaded."""
-    code = ("import json, sys\nfrom librarian.cli.main import main\n"
-            f"try:\n    main(['--library', {str(library)!r}, *{list(args)!r}])\n"
-            "except SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
-            "sys.stderr.write('\\n' + json.dumps([code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
-    exit_code, modules = json.loads(done.stderr.rsplit("\n", 1)[-1])
-    return exit_code, set(modules)
+def _code_and_modules(library: Path, *args: str) -> tuple[int, set[str]]:
+    code, _, modules = modules_after(library, *args)
+    return code, modules
 
 
 def _loaded(modules: set[str], name: str) -> bool:
@@ -54,7 +45,7 @@ def test_an_unsigned_update_imports_no_trust_merge_or_json_machinery(
     for step in ("install", "change", "nothing new"):
         if step == "change":
             up.skill("skills/pdf", body="Do it better.\n").commit("second")
-        code, modules = _modules_after(library, "update")
+        code, modules = _code_and_modules(library, "update")
         assert code == 0, step
         loaded = [name for name in NOT_NEEDED if _loaded(modules, name)]
         assert loaded == [], f"{step}: {loaded}"
@@ -62,7 +53,7 @@ def test_an_unsigned_update_imports_no_trust_merge_or_json_machinery(
         # frontmatter is read without PyYAML: only the recipe's nested recipe.yaml needs it
         assert _loaded(modules, "yaml") == (step == "install"), step
     # --json needs the JSON conversion (and the receipts), still not the trust machinery
-    code, modules = _modules_after(library, "update", "--json")
+    code, modules = _code_and_modules(library, "update", "--json")
     assert code == 0
     assert _loaded(modules, "librarian.core.jsonable")
     assert not _loaded(modules, "librarian.trust") and not _loaded(modules, "cryptography")

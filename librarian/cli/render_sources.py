@@ -9,7 +9,7 @@ from librarian.cli.render import count, receipt_text, to_jsonable
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.core.receipts import BackupReceipt
-    from librarian.sources.plan import PlannedItem
+    from librarian.sources.planned import PlannedItem
     from librarian.sources.releases import ReleaseInfo, VerifyReport
     from librarian.sources.subscriptions import SourceInfo
     from librarian.sources.update import SourcePlan, UpdateReport
@@ -87,7 +87,7 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
         old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
         lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
         lines.append(signing_line(signing.get(plan.source)))
-        for item in plan.items:
+        for item in plan.planned:  # the kept ones are counted, not listed
             if item.action != "keep" or item.local_edit:
                 lines += _item_lines(item, diff)
         counts = plan.counts()

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from librarian.content.worktree import ItemHash, NotRegularFile
+from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.core.progress import counted
 from librarian.formats.config import (
@@ -34,6 +34,7 @@ from librarian.formats.config import (
     LockedSource,
     SourceConfig,
 )
+from librarian.sources.planned import Action, KeptItems, PlannedItem, SourcePlan, item_name
 from librarian.sources.upstream import (
     Collection,
     Skipped,
@@ -51,57 +52,6 @@ if TYPE_CHECKING:
     from librarian.sources.merging import MergeOutcome
 
 SOURCE_REF_PREFIX = "refs/librarian/sources/"
-Action = Literal["add", "update", "merge", "remove", "keep", "conflict"]
-ACTIONS: tuple[Action, ...] = ("add", "update", "merge", "remove", "keep", "conflict")
-
-
-@dataclass(frozen=True)
-class PlannedItem:
-    name: str  # SOURCE:NAME
-    path: str  # upstream path
-    library_path: str  # sources/<source>/<upstream path>
-    action: Action
-    locked: str | None  # digest in librarian.lock
-    upstream: str | None  # digest upstream (None: gone or skipped upstream)
-    work: str | None  # digest of the work tree (None: missing, or not looked at: keep)
-    local_edit: bool
-    reason: str
-    #: the admitted upstream tree (hex): the upstream item without what retain would ignore
-    upstream_tree: str | None = None
-    #: the three-way merge of a locally edited item upstream changed (merge or conflict)
-    merge: MergeOutcome | None = None
-
-
-@dataclass(frozen=True)
-class SourcePlan:
-    source: str
-    url: str  # credentials stripped
-    ref: str
-    old_commit: str | None
-    new_commit: str
-    items: tuple[PlannedItem, ...]
-    skipped: tuple[Skipped, ...]
-    filtered_out: int
-    #: nonconformities of the items read from upstream this time (spec §2)
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def changes(self) -> tuple[PlannedItem, ...]:
-        return tuple(i for i in self.items if i.action in ("add", "update", "merge", "remove"))
-
-    @property
-    def conflicts(self) -> tuple[PlannedItem, ...]:
-        return tuple(i for i in self.items if i.action == "conflict")
-
-    @property
-    def merges(self) -> tuple[PlannedItem, ...]:
-        return tuple(i for i in self.items if i.action == "merge")
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {a: 0 for a in ACTIONS}
-        for item in self.items:
-            out[item.action] += 1
-        return out
 
 
 def source_ref(source: str) -> bytes:
@@ -164,13 +114,24 @@ def plan_source(
     installed = _installed_from_lock(store, base_tree, name, pins)
     collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
                                  {p: (t, pins[p]) for p, t in installed.items()})
-    work_cache = _LazyWorkCache(library)
-    items = tuple(
-        _plan_item(library, store, work_cache, name, path, installed.get(path), pins.get(path),
-                   collection)
-        for path in counted(f"plan {name}", sorted(set(installed) | set(collection.items)))
-    )
-    if any(item.work is not None and item.action in ("keep", "conflict") for item in items):
+    paths, digests, trees, judged = [], [], [], []
+    for path in counted(f"plan {name}", sorted(installed.keys() | collection.items.keys())):
+        tree, pin, upstream = installed.get(path), pins.get(path), collection.items.get(path)
+        if tree is not None and upstream is not None and upstream.tree == tree and (
+                pin is None or upstream.digest == pin):
+            # Upstream did not change it and the commit holds it as installed: kept
+            # without looking at the work tree (cost follows the change, spec §6.6); an
+            # uncommitted edit of it is simply kept, and `status` shows it. (An edit
+            # committed with git shows in the commit's tree id, and is planned below.)
+            paths.append(path)
+            digests.append(upstream.digest)
+            trees.append(tree)
+        else:
+            judged.append(path)
+    work_cache = _work_cache(library, len(judged))
+    planned = tuple(_plan_item(library, store, work_cache, name, path, installed.get(path),
+                               pins.get(path), collection) for path in judged)
+    if any(item.work is not None and item.action in ("keep", "conflict") for item in planned):
         # Only the items whose work tree an update leaves as it is are worth remembering:
         # the others are swapped out, so their entries would be stale (and rewriting the
         # whole stat cache costs as much as reading it: ~40 ms at 10,000 items).
@@ -181,12 +142,13 @@ def plan_source(
         ref=source.ref,
         old_commit=locked.commit if locked else None,
         new_commit=upstream_commit.decode(),
-        items=items,
+        planned=planned,
         skipped=collection.skipped,
         filtered_out=len(collection.filtered_out),
         warnings=collection.warnings,
+        kept=KeptItems(tuple(paths), tuple(digests), tuple(trees)),
     )
-    if all(item.action == "keep" for item in items) and plan == _kept_plan(
+    if not plan.planned and plan == _kept_plan(
             store, base_tree, name, source, locked, upstream_commit, plan.skipped,
             plan.filtered_out):  # nothing changed upstream: remember it
         memo.put(name, {"state": state, "filtered_out": plan.filtered_out,
@@ -233,14 +195,11 @@ def _kept_plan(store: GitStore, base_tree: ObjectId | None, name: str, source: S
     installed = _installed_from_lock(store, base_tree, name, pins)
     if len(installed) != len(pins):
         return None
-    items = tuple(
-        PlannedItem(f"{name}:{path.rsplit('/', 1)[-1]}", path, collection_path(name, path),
-                    "keep", pin, pin, None, False, "unchanged upstream",
-                    installed[path].decode())
-        for path, pin in sorted(pins.items()))
+    paths = tuple(sorted(pins))
+    kept = KeptItems(paths, tuple(pins[p] for p in paths), tuple(installed[p] for p in paths))
     return SourcePlan(name, strip_credentials(source.url), source.ref,
-                      locked.commit if locked else None, upstream_commit.decode(), items,
-                      tuple(skipped), filtered_out)
+                      locked.commit if locked else None, upstream_commit.decode(), (),
+                      tuple(skipped), filtered_out, kept=kept)
 
 
 class _LazyWorkCache:
@@ -261,8 +220,29 @@ class _LazyWorkCache:
             self._cache.save(partial=True)
 
 
+class _DirectHash:
+    """No stat cache: each work tree looked at is read and hashed. For a few items this
+    is cheaper than the cache, whose whole file (megabytes at 10,000 items) and map of
+    every item's key would be read for them."""
+
+    def item_hash(self, key: str, directory: str) -> ItemHash | None:
+        return hash_work_dir(Path(directory))
+
+    def save(self) -> None:
+        pass
+
+
+#: Up to this many items whose work tree is looked at, they are hashed without the cache.
+DIRECT_HASH_ITEMS = 64
+_WorkCache = _LazyWorkCache | _DirectHash
+
+
+def _work_cache(library: Library, looked_at: int) -> _WorkCache:
+    return _DirectHash() if looked_at <= DIRECT_HASH_ITEMS else _LazyWorkCache(library)
+
+
 def _work_hash(
-    library: Library, cache: _LazyWorkCache, library_path: str
+    library: Library, cache: _WorkCache, library_path: str
 ) -> ItemHash | None | str:
     """The work tree's ids at ``library_path``: None when missing, "special" when it holds a
     link or special file (never equal to anything)."""
@@ -284,7 +264,7 @@ def _work_hash(
 def _plan_item(
     library: Library,
     store: GitStore,
-    cache: _LazyWorkCache,
+    cache: _WorkCache,
     source: str,
     path: str,
     installed: ObjectId | None,
@@ -293,15 +273,6 @@ def _plan_item(
 ) -> PlannedItem:
     library_path = collection_path(source, path)
     upstream = collection.items.get(path)
-    if installed is not None and upstream is not None and upstream.tree == installed and (
-            pin is None or upstream.digest == pin):
-        # Upstream did not change it and the commit holds it as installed: kept without
-        # looking at the work tree (cost follows the change, spec §6.6); an uncommitted
-        # edit of it is simply kept, and `status` shows it. (An edit committed with git
-        # shows in the commit's tree id, and is planned as a local edit below.)
-        return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, "keep",
-                           pin, upstream.digest, None, False, "unchanged upstream",
-                           upstream.tree.decode())
     work = _work_hash(library, cache, library_path)
     work_tree = work.tree_sha1 if isinstance(work, ItemHash) else None
     work_digest = work.digest if isinstance(work, ItemHash) else None
@@ -315,7 +286,7 @@ def _plan_item(
 
     def planned(action: Action, reason: str, edit: bool = local_edit,
                 merge: MergeOutcome | None = None) -> PlannedItem:
-        return PlannedItem(f"{source}:{path.rsplit('/', 1)[-1]}", path, library_path, action,
+        return PlannedItem(item_name(source, path), path, library_path, action,
                            pin, up_digest, work_digest, edit, reason,
                            upstream.tree.decode() if upstream else None, merge)
 
@@ -366,9 +337,3 @@ def skip_warnings(plans: Iterable[SourcePlan]) -> Iterable[str]:
             yield f"{plan.source}: skipped {skipped.path}: " + "; ".join(skipped.problems)
         for warning in plan.warnings:
             yield f"{plan.source}: {warning}"
-
-
-def lock_entry(plan: SourcePlan) -> LockedSource:
-    items = {i.path: i.upstream for i in plan.items
-             if i.action != "remove" and i.upstream is not None}
-    return LockedSource(url=plan.url, ref=plan.ref, commit=plan.new_commit, items=items)

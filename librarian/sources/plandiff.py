@@ -35,7 +35,7 @@ def preview(library: Library, names: Sequence[str] = (), *, dry_run_of_update: b
     with library.store() as store:
         root = store.tree_of(store.head())
         for plan in report.plans:
-            for item in plan.items:
+            for item in plan.planned:  # a kept item has no diff
                 if item.action not in CHANGING:
                     continue
                 installed = store.lookup(root, item.library_path)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from librarian.core.digest import content_digest
 from librarian.errors import TrustError, UsageError
 from librarian.formats.config import LockedSource, SourceConfig
-from librarian.sources.plan import SourcePlan, installed_items, source_ref
+from librarian.sources.plan import installed_items, source_ref
+from librarian.sources.planned import SourcePlan
 from librarian.sources.upstream import find_item_trees
 from librarian.store.gitremote import FetchResult, fetch_ref, strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId
@@ -123,8 +124,7 @@ def check_plan(store: GitStore, plan: SourcePlan, release: VerifiedRelease | Non
 
     tree = store.tree_of(plan.new_commit.encode())
     paths = [path for path, _, _ in find_item_trees(store, tree)]
-    digests = {i.path: i.upstream for i in plan.items
-               if i.upstream is not None and i.action != "remove"}
+    digests = {path: digest for path, digest, _ in plan.installs()}
     check_items(release, paths, digests)
 
 

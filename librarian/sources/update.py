@@ -37,15 +37,12 @@ from librarian.formats.config import (
 )
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
-    Action,
-    PlannedItem,
-    SourcePlan,
     installed_items,
-    lock_entry,
     plan_source,
     skip_warnings,
     source_ref,
 )
+from librarian.sources.planned import Action, PlannedItem, SourcePlan, lock_entry, plan_fields
 from librarian.sources.releases import (
     ReleaseInfo,
     check_plan,
@@ -105,7 +102,7 @@ class UpdateConflict(ConflictError):
             "update again, keep your edit elsewhere (`librarian retain` a copy under a new "
             "name), or rerun with --force: local edits are backed up first and can be "
             "restored; `librarian update --dry-run` shows the whole plan",
-            details={"plans": plans},
+            details={"plans": tuple(plan_fields(p) for p in plans)},
         )
         self.plans = plans
 
@@ -260,7 +257,7 @@ def _back_up_edits(
 def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
     """After backups: a conflict becomes the upstream side (update, add or remove)."""
     items = []
-    for item in plan.items:
+    for item in plan.planned:  # the kept ones never conflict
         if item.action == "conflict":
             action: Action = "remove" if item.upstream is None else (
                 "update" if item.locked is not None else "add")
@@ -268,7 +265,7 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
                            reason=item.reason + "; overwritten after a backup (--force)")
         items.append(item)
     return SourcePlan(plan.source, plan.url, plan.ref, plan.old_commit, plan.new_commit,
-                      tuple(items), plan.skipped, plan.filtered_out)
+                      tuple(items), plan.skipped, plan.filtered_out, kept=plan.kept)
 
 
 def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup],
@@ -329,13 +326,7 @@ def _write_merged(store: GitStore, plans: Sequence[SourcePlan]) -> dict[str, Obj
 def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:
     """upstream path -> tree id of every item the new collection holds: the admitted tree
     (upstream's own, unless something retain would ignore was left out)."""
-    out = {}
-    for item in plan.items:
-        if item.action == "remove" or item.upstream is None:
-            continue
-        assert item.upstream_tree is not None
-        out[item.path] = item.upstream_tree.encode()
-    return out
+    return {path: tree for path, _, tree in plan.installs()}
 
 
 def _stale_tools(snapshot: Snapshot, plans: Sequence[SourcePlan]) -> tuple[str, ...]:

@@ -112,8 +112,9 @@ def plan_source(
         if plan is not None:
             return plan
     installed = _installed_from_lock(store, base_tree, name, pins)
+    mark = store.cache_mark()  # the trees read from here on are upstream's
     collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
-                                 {p: (t, pins[p]) for p, t in installed.items()})
+                                 installed, pins)
     paths, digests, trees, judged = [], [], [], []
     for path in counted(f"plan {name}", sorted(installed.keys() | collection.items.keys())):
         tree, pin, upstream = installed.get(path), pins.get(path), collection.items.get(path)
@@ -131,6 +132,7 @@ def plan_source(
     work_cache = _work_cache(library, len(judged))
     planned = tuple(_plan_item(library, store, work_cache, name, path, installed.get(path),
                                pins.get(path), collection) for path in judged)
+    store.forget_since(mark)  # what the commit reads of upstream is a few items' trees
     if any(item.work is not None and item.action in ("keep", "conflict") for item in planned):
         # Only the items whose work tree an update leaves as it is are worth remembering:
         # the others are swapped out, so their entries would be stale (and rewriting the

@@ -30,7 +30,7 @@ MAX_DEPTH = 32
 _MANIFESTS = tuple(MANIFEST_FILES.values())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per item upstream: 10,000 in a large source
 class UpstreamItem:
     path: str  # upstream path, e.g. skills/pdf
     tree: ObjectId  # git (SHA-1) tree id, identical in the library's store
@@ -146,13 +146,14 @@ def read_collection(
     upstream_tree: ObjectId,
     config: SourceConfig,
     policy: Policy,
-    installed: Mapping[str, tuple[ObjectId, str]],
+    installed: Mapping[str, ObjectId],
+    pins: Mapping[str, str],
 ) -> Collection:
     """The filtered, validated items of ``upstream_tree``. ``installed`` maps the paths of
-    installed items to (tree id, digest): content with those ids was validated when it was
-    installed and is not read again."""
-    known = {tree: digest for tree, digest in installed.values()}
-    known_paths = {path: tree for path, (tree, _) in installed.items()}
+    installed items to their tree ids, ``pins`` to their digests: content with those ids
+    was validated when it was installed and is not read again."""
+    known = {tree: pins[path] for path, tree in installed.items()}
+    known_paths = installed
     include = compile_patterns(config.include, "include")
     exclude = compile_patterns(config.exclude, "exclude")
     items: dict[str, UpstreamItem] = {}

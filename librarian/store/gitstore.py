@@ -237,6 +237,16 @@ class GitStore:
             entry = TreeEntry(mode, bytes(sha))
         return entry
 
+    def cache_mark(self) -> int:
+        """How many trees are cached so far, for ``forget_since``."""
+        return len(self._trees)
+
+    def forget_since(self, mark: int) -> None:
+        """Drop the parsed trees cached after ``mark`` (a fetched upstream's, once it is
+        planned: a 10,000-entry tree is megabytes, and an update holds two of them)."""
+        for sha in list(self._trees)[mark:]:
+            del self._trees[sha]
+
     def read_blob(self, sha: ObjectId) -> bytes:
         obj = self._get(sha)
         if not isinstance(obj, Blob):

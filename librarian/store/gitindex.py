@@ -14,11 +14,12 @@ protocol (``index.lock`` created with O_EXCL, fsynced, renamed over ``index``; i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -29,9 +30,14 @@ from librarian.store.indexscan import (
     HEADER,
     MODES,
     NAME_MASK,
+    TRAILER,
+    WINDOW,
+    FileScan,
     IndexFormatError,
     IndexScan,
+    read_at,
     scan_index,
+    scan_index_file,
 )
 
 __all__ = ["IndexEntry", "IndexFormatError", "IndexLockedError", "build_index", "splice_index"]
@@ -98,7 +104,7 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _plan(
-    scan: IndexScan, remove: Sequence[bytes], adds: list[tuple[bytes, bytes]]
+    scan: IndexScan | FileScan, remove: Sequence[bytes], adds: list[tuple[bytes, bytes]]
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Entry ranges to delete (merged) and the position each added entry goes before."""
     # An added name replaces all stages of that name; it goes where the first of them was.
@@ -116,7 +122,7 @@ def _plan(
 
 
 def _check_file_dir_conflicts(
-    scan: IndexScan, dels: list[tuple[int, int]], names: list[bytes]
+    scan: IndexScan | FileScan, dels: list[tuple[int, int]], names: list[bytes]
 ) -> None:
     # git refuses an index holding both "a" and "a/b"; so must we, cheaply, by binary search.
     starts = [lo for lo, _ in dels]
@@ -136,14 +142,18 @@ def _check_file_dir_conflicts(
             raise ValueError(f"file/directory clash: {os.fsdecode(name)!r} is a directory")
 
 
+#: A run of the old index file to copy: (start, end) byte offsets.
+Run = tuple[int, int]
+
+
 def _splice_raw(
-    scan: IndexScan, dels: list[tuple[int, int]], positions: list[int],
+    scan: IndexScan | FileScan, dels: list[tuple[int, int]], positions: list[int],
     adds: list[tuple[bytes, bytes]],
-) -> list[bytes | memoryview]:
-    n, offsets, view = scan.count, scan.offsets, memoryview(scan.data)
+) -> list[bytes | memoryview | Run]:
+    n, offsets = scan.count, scan.offsets
     deleted = sum(hi - lo for lo, hi in dels)
     header = HEADER.pack(b"DIRC", scan.version, n - deleted + len(adds))
-    chunks: list[bytes | memoryview] = [header]
+    chunks: list[bytes | memoryview | Run] = [header]
     # Every boundary between kept, deleted and inserted runs; each run is copied whole.
     points = sorted({0, n, *positions, *(b for span in dels for b in span)})
     k = d = 0
@@ -154,7 +164,7 @@ def _splice_raw(
         while d < len(dels) and dels[d][1] <= lo:
             d += 1
         if not (d < len(dels) and dels[d][0] <= lo):
-            chunks.append(view[offsets[lo] : offsets[hi]])
+            chunks.append((offsets[lo], offsets[hi]))
     chunks += [blob for _, blob in adds[k:]]
     return chunks + list(scan.keep)
 
@@ -197,12 +207,17 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
         prev = name
 
 
-def _write_locked(
-    index_path: Path, build: Callable[[bytes | None], list[bytes | memoryview]],
-    held: bool = False,
-) -> None:
+#: What to write, from the current index's descriptor (None: no index): the chunks, and
+#: the checksum the index had when scanned (None when nothing is copied from it).
+Build = Callable[[int | None], tuple[list[bytes | memoryview | Run], bytes | None]]
+
+
+def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
     """Take git's lock (or use it, when ``held`` by this process since before the branch
-    moved), read the current index (None if absent), write what ``build`` returns."""
+    moved), open the current index (None if absent) and write what ``build`` returns from
+    its descriptor: bytes as they are, runs copied from the current index a window at a
+    time. The current index is read again as the runs are copied, and its checksum must
+    come out as ``build`` found it, so what is copied is what was judged."""
     lock = index_path.with_name(index_path.name + ".lock")
     try:
         flags = os.O_WRONLY | os.O_TRUNC if held else os.O_WRONLY | os.O_CREAT | os.O_EXCL
@@ -211,15 +226,20 @@ def _write_locked(
         raise IndexLockedError(f"{lock} exists: another git command holds the index") from None
     try:
         with os.fdopen(fd, "wb") as out:  # owns fd from here on: closed on every path
-            try:
-                # Read only while holding the lock, so no other writer can slip in between.
-                current: bytes | None = index_path.read_bytes()
-            except FileNotFoundError:
-                current = None
-            digest = hashlib.sha1()
-            for chunk in build(current):
-                digest.update(chunk)
-                out.write(chunk)
+            # Read only while holding the lock, so no other writer can slip in between.
+            with contextlib.ExitStack() as stack:
+                current: int | None = None
+                with contextlib.suppress(FileNotFoundError):
+                    current = os.open(index_path, os.O_RDONLY)
+                    stack.callback(os.close, current)
+                digest = hashlib.sha1()
+                chunks, scanned = build(current)
+                for chunk in chunks:
+                    for piece in _pieces(current, chunk):
+                        digest.update(piece)
+                        out.write(piece)
+                if current is not None and scanned is not None:
+                    _check_unchanged(current, scanned)
             out.write(digest.digest())
             out.flush()
             # Inside a transaction's swap (``fsutil.one_sync``) both fsyncs join its one
@@ -231,6 +251,30 @@ def _write_locked(
         lock.unlink(missing_ok=True)  # never leave git locked out
         raise
     fsync_dir(index_path.parent)  # make the rename durable
+
+
+def _pieces(fd: int | None, chunk: bytes | memoryview | Run) -> Iterator[bytes | memoryview]:
+    if not isinstance(chunk, tuple):
+        yield chunk
+        return
+    assert fd is not None
+    start, end = chunk
+    for at in range(start, end, WINDOW):
+        piece = read_at(fd, at, min(WINDOW, end - at))
+        if len(piece) != min(WINDOW, end - at):
+            raise IndexFormatError("the index changed while it was rewritten")
+        yield piece
+
+
+def _check_unchanged(fd: int, scanned: bytes) -> None:
+    """The index at ``fd`` (all of it, deleted entries too) still hashes as ``scanned``,
+    as when it was scanned: the runs copied from it are what was judged."""
+    size = os.fstat(fd).st_size
+    hasher = hashlib.sha1()
+    for at in range(0, size - TRAILER, WINDOW):
+        hasher.update(read_at(fd, at, min(WINDOW, size - TRAILER - at)))
+    if hasher.digest() != scanned:
+        raise IndexFormatError("the index changed while it was rewritten")
 
 
 def splice_index(
@@ -246,12 +290,16 @@ def splice_index(
     remove = [_encode_path(p) for p in remove_prefixes]
     adds = _encode_all(add)
 
-    def build(current: bytes | None) -> list[bytes | memoryview]:
-        scan = scan_index(current) if current is not None else IndexScan.empty()
+    def build(current: int | None) -> tuple[list[bytes | memoryview | Run], bytes | None]:
+        scan = scan_index_file(current) if current is not None else IndexScan.empty()
+        if scan is None:  # version 4: read whole, rewritten by dulwich
+            assert current is not None
+            whole = scan_index(read_at(current, 0, os.fstat(current).st_size))
+            dels, _ = _plan(whole, remove, adds)
+            return [*_splice_dulwich(whole, dels, add)], None
         dels, positions = _plan(scan, remove, adds)
-        if scan.version == 4:
-            return _splice_dulwich(scan, dels, add)
-        return _splice_raw(scan, dels, positions, adds)
+        return (_splice_raw(scan, dels, positions, adds),
+                scan.digest if isinstance(scan, FileScan) else None)
 
     _write_locked(index_path, build, held)
 
@@ -261,4 +309,4 @@ def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
     encoded = _encode_all(entries)
     _check_file_dir_conflicts(IndexScan.empty(), [], [name for name, _ in encoded])
     header = HEADER.pack(b"DIRC", 2, len(encoded))
-    _write_locked(index_path, lambda _current: [header, *(blob for _, blob in encoded)])
+    _write_locked(index_path, lambda _current: ([header, *(blob for _, blob in encoded)], None))

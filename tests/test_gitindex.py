@@ -572,3 +572,51 @@ def test_read_index_agrees_with_git_ls_files_on_a_conflicted_index(
     got = [(r.path, r.mode, r.sha, r.stage) for r in scan_records(tmp_path / ".git" / "index")]
     assert got == expected
     assert {r.stage for r in scan_records(tmp_path / ".git" / "index")} == {0, 1, 2, 3}
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read the index a few entries at a time (the smallest window that holds one entry
+    with a 4,095-byte name): every entry boundary then meets a window boundary somewhere."""
+    from librarian.store import gitindex
+
+    for module in (indexscan, gitindex):
+        monkeypatch.setattr(module, "WINDOW", 64 + 4095 + 8 + 13)
+
+
+@pytest.mark.usefixtures("small_windows")
+def test_splice_across_windows_matches_git(work: Work) -> None:
+    for number in range(400):  # ~40 KB of entries: a dozen windows
+        work.write(f"items/n{number:03d}/{'x' * (number % 37)}.md", b"%d\n" % number)
+    work.write("/".join(["d" * 200] * 20 + ["f" * 75]), b"long\n")  # 0xFFF in the flags
+    work.commit_all()
+    name = "/".join(["e" * 200] * 25)  # longer than a window's share of a name
+    blob = work.git("hash-object", "-w", "README.md").strip()
+    work.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}")
+    for number in (0, 17, 199, 399):
+        shutil.rmtree(work.root / "items" / f"n{number:03d}")
+    work.write("items/n200/new.md", b"new\n")
+    work.write("zz/last", b"last\n")
+    spliced_like_git(work, ["items/n000", "items/n017", "items/n199", "items/n399"],
+                     ["items/n200/new.md", "zz/last"])
+
+
+def test_an_index_changed_while_it_is_rewritten_is_refused(
+        work: Work, monkeypatch: pytest.MonkeyPatch) -> None:
+    from librarian.store import gitindex
+
+    scanned = gitindex._splice_raw
+
+    def scan_then_change(*args: object) -> object:
+        chunks = scanned(*args)  # type: ignore[arg-type]
+        data = bytearray(work.index.read_bytes())
+        data[-30] ^= 1  # same size, other bytes, in place
+        with open(work.index, "r+b") as fh:
+            fh.write(data)
+        return chunks
+
+    monkeypatch.setattr(gitindex, "_splice_raw", scan_then_change)
+    work.write("items/new/f", b"f\n")
+    with pytest.raises(IndexFormatError, match="changed while it was rewritten"):
+        splice_index(work.index, remove_prefixes=[], add=[work.entry("items/new/f")])
+    assert not (work.index.parent / "index.lock").exists()

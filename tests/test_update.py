@@ -574,3 +574,50 @@ def test_only_items_upstream_changed_are_looked_at_in_the_work_tree(
     actions = {i["name"]: i["action"] for i in result.json["plans"][0]["items"]}
     assert actions["team:extra-2"] == "update"
     assert {a for n, a in actions.items() if n != "team:extra-2"} == {"keep"}
+
+
+def test_kept_items_are_whole_in_the_plan_the_lock_and_the_commit(
+    library: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    """Items upstream did not change are kept without an object each (KeptItems): the
+    plan still lists every one in path order, and none is lost from the lock or the tree."""
+    for name in ("a1", "b2", "c3", "d4", "e5", "f6"):
+        upstream.skill(f"skills/{name}")
+    upstream.commit("more")
+    add(capsys, library, "team", upstream.url)
+    assert cli(capsys, library, "update").code == 0
+    before = lock(library)["team"].items
+    old_head = head(library)
+    # between kept items: one changed, one removed, one added
+    upstream.skill("skills/c3", body="Changed.\n").remove("skills/e5").skill("skills/c4")
+    upstream.commit("some")
+    result = cli(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    plan = result.json["plans"][0]
+    items = plan["items"]
+    assert [i["path"] for i in items] == sorted(i["path"] for i in items)
+    actions = {i["name"]: i["action"] for i in items}
+    assert actions == {"team:a1": "keep", "team:b2": "keep", "team:c3": "update",
+                       "team:c4": "add", "team:d4": "keep", "team:e5": "remove",
+                       "team:f6": "keep", "team:pdf": "keep", "team:docx": "keep",
+                       "team:review": "keep"}
+    assert plan["counts"] == {"add": 1, "update": 1, "merge": 0, "remove": 1, "keep": 7,
+                              "conflict": 0}
+    after = lock(library)["team"].items
+    kept = [i for i in items if i["action"] == "keep"]
+    for item in kept:
+        path = item["path"]
+        assert item == {"name": item["name"], "path": path,
+                        "library_path": f"sources/team/{path}", "action": "keep",
+                        "locked": before[path], "upstream": before[path], "work": None,
+                        "local_edit": False, "reason": "unchanged upstream",
+                        "upstream_tree": item["upstream_tree"], "merge": None}
+        assert after[path] == before[path]
+        if GIT:
+            assert git_text(library, "rev-parse", f"HEAD:sources/team/{path}").strip() == \
+                item["upstream_tree"] == \
+                git_text(library, "rev-parse", f"{old_head}:sources/team/{path}").strip()
+    assert set(after) == {i["path"] for i in items if i["action"] != "remove"}
+    assert after["skills/c3"] == digest_of(upstream, "skills/c3") != before["skills/c3"]
+    if GIT:
+        assert_git_consistent(library)

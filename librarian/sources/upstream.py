@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
@@ -115,30 +115,42 @@ def find_item_trees(
 ) -> Iterator[tuple[str, ObjectId, str | None]]:
     """(upstream path, tree id, problem with the path or None) of every directory holding
     a manifest, in path order; manifest directories are not searched further. ``known``
-    (path -> tree id of installed items) spares reading trees already known to be items."""
+    (path -> tree id of installed items) spares reading trees already known to be items.
+    Each directory's subdirectories are taken one at a time as the walk reaches them (no
+    list of a 10,000-entry directory's children beside the tree itself)."""
     if tree is None:
         return
     known = known or {}
-    stack: list[tuple[str, ObjectId, int, str | None]] = [("", tree, 0, None)]
+    stack: list[Iterator[tuple[str, ObjectId, int, str | None]]] = [iter([("", tree, 0, None)])]
     while stack:
-        prefix, sha, depth, problem = stack.pop()
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            continue
+        prefix, sha, depth, problem = step
         if problem is None and known.get(prefix) == sha:
             yield prefix, sha, None
             continue
-        entries = store.tree_items(sha)
-        if prefix and any(m in entries for m in _MANIFESTS):
+        if prefix and any(store.lookup(sha, m) is not None for m in _MANIFESTS):
             yield prefix, sha, problem
             continue
         if depth >= MAX_DEPTH:
-            if any(stat.S_ISDIR(e.mode) for e in entries.values()):
+            if any(stat.S_ISDIR(e.mode) for _, e in store.tree_children(sha)):
                 yield prefix, sha, f"nested deeper than {MAX_DEPTH} directories"
             continue
-        children = []
-        for name, entry in entries.items():
-            if stat.S_ISDIR(entry.mode):
-                path = f"{prefix}/{name}" if prefix else name
-                children.append((path, entry.sha, depth + 1, problem or _unsafe_part(name)))
-        stack.extend(sorted(children, reverse=True))
+        stack.append(_subdirectories(store, prefix, sha, depth, problem))
+
+
+def _subdirectories(store: GitStore, prefix: str, tree: ObjectId, depth: int,
+                    problem: str | None) -> Iterator[tuple[str, ObjectId, int, str | None]]:
+    """The directories in ``tree`` in path order, as ``find_item_trees`` walks them."""
+    children: Iterable[tuple[str, TreeEntry]] = store.tree_children(tree)
+    if not store.names_sort_as_text(tree):  # names not UTF-8: order them as text
+        children = sorted(children)
+    for name, entry in children:
+        if stat.S_ISDIR(entry.mode):
+            path = f"{prefix}/{name}" if prefix else name
+            yield path, entry.sha, depth + 1, problem or _unsafe_part(name)
 
 
 def read_collection(

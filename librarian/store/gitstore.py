@@ -219,6 +219,14 @@ class GitStore:
             mode, sha = obj[name]
             yield name.decode("utf-8", "surrogateescape"), TreeEntry(mode, bytes(sha))
 
+    def names_sort_as_text(self, tree: ObjectId) -> bool:
+        """Whether ``tree``'s names, all UTF-8, sort as text as they sort as bytes."""
+        obj = self._get(tree)
+        try:
+            return isinstance(obj, Tree) and all(n.decode("utf-8") is not None for n in obj)
+        except UnicodeDecodeError:
+            return False
+
     def lookup(self, tree: ObjectId | None, path: str) -> TreeEntry | None:
         """The entry at ``path`` (posix, relative) inside ``tree``, or None."""
         if tree is None:
@@ -237,13 +245,11 @@ class GitStore:
             entry = TreeEntry(mode, bytes(sha))
         return entry
 
-    def cache_mark(self) -> int:
-        """How many trees are cached so far, for ``forget_since``."""
+    def cache_mark(self) -> int:  # for forget_since
         return len(self._trees)
 
     def forget_since(self, mark: int) -> None:
-        """Drop the parsed trees cached after ``mark`` (a fetched upstream's, once it is
-        planned: a 10,000-entry tree is megabytes, and an update holds two of them)."""
+        """Drop the parsed trees cached after ``mark`` (a 10,000-entry tree is megabytes)."""
         for sha in list(self._trees)[mark:]:
             del self._trees[sha]
 

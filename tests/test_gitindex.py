@@ -611,7 +611,7 @@ def test_an_index_changed_while_it_is_rewritten_is_refused(
         chunks = scanned(*args)  # type: ignore[arg-type]
         data = bytearray(work.index.read_bytes())
         data[-30] ^= 1  # same size, other bytes, in place
-        with open(work.index, "r+b") as fh:
+        with work.index.open("r+b") as fh:
             fh.write(data)
         return chunks
 

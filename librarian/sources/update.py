@@ -278,9 +278,10 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
     pairs: list[tuple[str, str]] = []
     summaries = []
     for plan in plans:
-        upstream_trees = _collection_trees(store, plan)
-        collection = make_tree(store, {p: TreeEntry(MODE_TREE, t)
-                                       for p, t in upstream_trees.items()})
+        # The admitted tree of every item (upstream's own, unless something retain would
+        # ignore was left out), one at a time: no map of 10,000 paths beside the tree.
+        collection = make_tree(store, ((path, TreeEntry(MODE_TREE, tree))
+                                       for path, _, tree in plan.installs()))
         root = store.with_path(root, collection_path(plan.source),
                                TreeEntry(MODE_TREE, collection) if collection else None)
         new_locked[plan.source] = signed_entry(lock_entry(plan), releases.get(plan.source))
@@ -288,7 +289,8 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
             continue  # the commit names only the sources it changes
         pairs += [("Source", plan.source), ("Upstream", plan.new_commit)]
         for item in plan.changes:
-            tree = upstream_trees.get(item.path)
+            tree = (item.upstream_tree.encode() if item.upstream_tree is not None
+                    and item.action != "remove" and item.upstream is not None else None)
             # The planner found the work tree holding the installed version: only the
             # files upstream changed are rewritten.
             tx.put_tree(item.library_path, tree, item.upstream if tree is not None else None,
@@ -321,12 +323,6 @@ def _write_merged(store: GitStore, plans: Sequence[SourcePlan]) -> dict[str, Obj
             store.flush(tree)
             out[item.library_path] = tree
     return out
-
-
-def _collection_trees(store: GitStore, plan: SourcePlan) -> dict[str, ObjectId]:
-    """upstream path -> tree id of every item the new collection holds: the admitted tree
-    (upstream's own, unless something retain would ignore was left out)."""
-    return {path: tree for path, _, tree in plan.installs()}
 
 
 def _stale_tools(snapshot: Snapshot, plans: Sequence[SourcePlan]) -> tuple[str, ...]:

@@ -191,7 +191,7 @@ def read_index_paths(index_path: Path) -> list[str]:
 # -- an index read in windows (the splice) -------------------------------------------------
 
 #: Bytes read at a time; more than one entry with the longest name git stores inline.
-WINDOW = 1 << 20
+WINDOW = 1 << 18
 
 
 def read_at(fd: int, start: int, length: int) -> bytes:

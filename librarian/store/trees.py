@@ -5,7 +5,7 @@ entries that differ between two trees (a directory changed in place)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE, PathClash, nest
 from librarian.errors import UsageError
@@ -19,11 +19,11 @@ def blob_sha1(data: bytes) -> ObjectId:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
 
 
-def make_tree(store: GitStore, entries: Mapping[str, TreeEntry]) -> ObjectId | None:
-    """Stage the nested trees holding ``entries`` (posix path -> existing tree or blob),
-    reusing every entry's object by id; None when ``entries`` is empty."""
+def make_tree(store: GitStore, entries: Iterable[tuple[str, TreeEntry]]) -> ObjectId | None:
+    """Stage the nested trees holding ``entries`` ((posix path, existing tree or blob),
+    each path once), reusing every entry's object by id; None when there are none."""
     try:
-        nested = nest(entries.items())
+        nested = nest(entries)
     except PathClash as exc:
         raise UsageError(f"items overlap: {exc}") from None
     return store.nested_tree(nested) if nested else None

@@ -112,7 +112,6 @@ def plan_source(
         if plan is not None:
             return plan
     installed = _installed_from_lock(store, base_tree, name, pins)
-    mark = store.cache_mark()  # the trees read from here on are upstream's
     collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
                                  installed, pins)
     paths, digests, trees, judged = [], [], [], []
@@ -132,7 +131,6 @@ def plan_source(
     work_cache = _work_cache(library, len(judged))
     planned = tuple(_plan_item(library, store, work_cache, name, path, installed.get(path),
                                pins.get(path), collection) for path in judged)
-    store.forget_since(mark)  # what the commit reads of upstream is a few items' trees
     if any(item.work is not None and item.action in ("keep", "conflict") for item in planned):
         # Only the items whose work tree an update leaves as it is are worth remembering:
         # the others are swapped out, so their entries would be stale (and rewriting the
@@ -155,6 +153,9 @@ def plan_source(
             plan.filtered_out):  # nothing changed upstream: remember it
         memo.put(name, {"state": state, "filtered_out": plan.filtered_out,
                         "skipped": [[s.path, list(s.problems)] for s in plan.skipped]})
+    # What is read next is a few items' trees, not the two collections (upstream's and
+    # the committed one, megabytes each at 10,000 items).
+    store.forget_trees()
     return plan
 
 

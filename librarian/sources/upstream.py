@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
@@ -144,10 +144,7 @@ def find_item_trees(
 def _subdirectories(store: GitStore, prefix: str, tree: ObjectId, depth: int,
                     problem: str | None) -> Iterator[tuple[str, ObjectId, int, str | None]]:
     """The directories in ``tree`` in path order, as ``find_item_trees`` walks them."""
-    children: Iterable[tuple[str, TreeEntry]] = store.tree_children(tree)
-    if not store.names_sort_as_text(tree):  # names not UTF-8: order them as text
-        children = sorted(children)
-    for name, entry in children:
+    for name, entry in store.tree_children(tree, text=True):
         if stat.S_ISDIR(entry.mode):
             path = f"{prefix}/{name}" if prefix else name
             yield path, entry.sha, depth + 1, problem or _unsafe_part(name)

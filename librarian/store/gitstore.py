@@ -11,6 +11,7 @@ import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
@@ -35,6 +36,7 @@ ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 
 DEFAULT_BRANCH = b"refs/heads/main"
 FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
+_TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
 
 
 @dataclass(frozen=True, slots=True)  # one per tree entry read: 10,000 in a large tree
@@ -209,23 +211,15 @@ class GitStore:
             for e in obj.iteritems()
         }
 
-    def tree_children(self, tree: ObjectId) -> Iterator[tuple[str, TreeEntry]]:
-        """The entries of ``tree`` in name order, one at a time (no second map of a
-        10,000-entry tree beside dulwich's own)."""
+    def tree_children(self, tree: ObjectId, text: bool = False) -> Iterator[tuple[str, TreeEntry]]:
+        """The entries of ``tree`` one at a time, by name (``text``: decoded, not as bytes)."""
         obj = self._get(tree)
         if not isinstance(obj, Tree):
             raise UsageError(f"{tree.decode()} is not a tree")
-        for name in sorted(obj):  # the names dulwich holds, not a copy of each entry
+        # dulwich's names, no second map of the tree; as text they sort as bytes if all ASCII
+        for name in sorted(obj, key=_TEXT if text and not all(map(bytes.isascii, obj)) else None):
             mode, sha = obj[name]
             yield name.decode("utf-8", "surrogateescape"), TreeEntry(mode, bytes(sha))
-
-    def names_sort_as_text(self, tree: ObjectId) -> bool:
-        """Whether ``tree``'s names, all UTF-8, sort as text as they sort as bytes."""
-        obj = self._get(tree)
-        try:
-            return isinstance(obj, Tree) and all(n.decode("utf-8") is not None for n in obj)
-        except UnicodeDecodeError:
-            return False
 
     def lookup(self, tree: ObjectId | None, path: str) -> TreeEntry | None:
         """The entry at ``path`` (posix, relative) inside ``tree``, or None."""
@@ -245,13 +239,8 @@ class GitStore:
             entry = TreeEntry(mode, bytes(sha))
         return entry
 
-    def cache_mark(self) -> int:  # for forget_since
-        return len(self._trees)
-
-    def forget_since(self, mark: int) -> None:
-        """Drop the parsed trees cached after ``mark`` (a 10,000-entry tree is megabytes)."""
-        for sha in list(self._trees)[mark:]:
-            del self._trees[sha]
+    def forget_trees(self) -> None:  # the parsed trees, megabytes at 10,000 entries
+        self._trees.clear()
 
     def read_blob(self, sha: ObjectId) -> bytes:
         obj = self._get(sha)

@@ -263,7 +263,7 @@ class Transaction:
         crash_point("after-cas")
         # The base's parsed trees are not read again (a 10,000-entry one is megabytes);
         # the swap reads the new tree's few paths.
-        store.forget_since(0)
+        store.forget_trees()
         done: list[tuple[str, int]] = []
         try:
             # The renames are made durable by one sync before the journal goes.

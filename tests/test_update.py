@@ -621,3 +621,29 @@ def test_kept_items_are_whole_in_the_plan_the_lock_and_the_commit(
     assert after["skills/c3"] == digest_of(upstream, "skills/c3") != before["skills/c3"]
     if GIT:
         assert_git_consistent(library)
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["hashed-directly", "stat-cache"])
+def test_the_work_trees_looked_at_are_judged_alike_with_or_without_the_stat_cache(
+    library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch,
+    direct: bool,
+) -> None:
+    """A few work trees are hashed directly, more through the stat cache: the same plan."""
+    import librarian.sources.plan as plan
+
+    monkeypatch.setattr(plan, "DIRECT_HASH_ITEMS", 64 if direct else 0)
+    add(capsys, library, "team", upstream.url)
+    assert cli(capsys, library, "update").code == 0
+    assert cli(capsys, library, "status").code == 0  # the stat cache holds every item
+    skills = library / "sources" / "team" / "skills"
+    edited = skills / "pdf" / "SKILL.md"
+    edited.write_bytes(edited.read_bytes() + b"My local note.\n")
+    shutil.rmtree(skills / "docx")
+    upstream.skill("skills/pdf", body="Upstream two.\n").skill("skills/docx", body="Two.\n")
+    upstream.commit("two")
+    result = cli(capsys, library, "update", "--dry-run", "--json")
+    items = {i["name"]: (i["action"], i["local_edit"], i["work"] is not None)
+             for i in result.json["plans"][0]["items"]}
+    assert items == {"team:pdf": ("conflict", True, True),
+                     "team:docx": ("update", False, False),
+                     "team:review": ("keep", False, False)}

@@ -19,7 +19,7 @@ import hashlib
 import io
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -208,16 +208,15 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
 
 
 #: What to write, from the current index's descriptor (None: no index): the chunks, and
-#: the checksum the index had when scanned (None when nothing is copied from it).
-Build = Callable[[int | None], tuple[list[bytes | memoryview | Run], bytes | None]]
+#: the scan of the index when runs are copied from it (None otherwise).
+Build = Callable[[int | None], tuple[list[bytes | memoryview | Run], FileScan | None]]
 
 
 def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
     """Take git's lock (or use it, when ``held`` by this process since before the branch
     moved), open the current index (None if absent) and write what ``build`` returns from
     its descriptor: bytes as they are, runs copied from the current index a window at a
-    time. The current index is read again as the runs are copied, and its checksum must
-    come out as ``build`` found it, so what is copied is what was judged."""
+    time (``_Copy``: the old index is checksummed as it is copied)."""
     lock = index_path.with_name(index_path.name + ".lock")
     try:
         flags = os.O_WRONLY | os.O_TRUNC if held else os.O_WRONLY | os.O_CREAT | os.O_EXCL
@@ -233,13 +232,19 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
                     current = os.open(index_path, os.O_RDONLY)
                     stack.callback(os.close, current)
                 digest = hashlib.sha1()
-                chunks, scanned = build(current)
+                chunks, scan = build(current)
+                copy = _Copy(scan) if scan is not None else None
                 for chunk in chunks:
-                    for piece in _pieces(current, chunk):
+                    if isinstance(chunk, tuple):
+                        assert copy is not None
+                        pieces: Iterable[bytes | memoryview] = copy.run(*chunk)
+                    else:
+                        pieces = (chunk,)
+                    for piece in pieces:
                         digest.update(piece)
                         out.write(piece)
-                if current is not None and scanned is not None:
-                    _check_unchanged(current, scanned)
+                if copy is not None:
+                    copy.finish()
             out.write(digest.digest())
             out.flush()
             # Inside a transaction's swap (``fsutil.one_sync``) both fsyncs join its one
@@ -253,28 +258,41 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
     fsync_dir(index_path.parent)  # make the rename durable
 
 
-def _pieces(fd: int | None, chunk: bytes | memoryview | Run) -> Iterator[bytes | memoryview]:
-    if not isinstance(chunk, tuple):
-        yield chunk
-        return
-    assert fd is not None
-    start, end = chunk
-    for at in range(start, end, WINDOW):
-        piece = read_at(fd, at, min(WINDOW, end - at))
-        if len(piece) != min(WINDOW, end - at):
+class _Copy:
+    """Runs copied from a scanned index in file order, with the whole old file read once
+    in order and checksummed on the way (deleted entries too): at ``finish`` its SHA-1 must
+    be its trailer (unless git's skipHash zeroed it) and its stat unchanged since the scan,
+    so what is copied is what was judged, checksum included."""
+
+    def __init__(self, scan: FileScan) -> None:
+        self.scan, self.pos, self.hasher = scan, 0, hashlib.sha1()
+
+    def _read(self, end: int) -> Iterator[bytes]:
+        while self.pos < end:
+            piece = read_at(self.scan.fd, self.pos, min(WINDOW, end - self.pos))
+            if not piece:
+                raise IndexFormatError("the index changed while it was rewritten")
+            self.hasher.update(piece)
+            self.pos += len(piece)
+            yield piece
+
+    def run(self, start: int, end: int) -> Iterator[bytes]:
+        for _ in self._read(start):  # a deleted range: checksummed, not copied
+            pass
+        yield from self._read(end)
+
+    def finish(self) -> None:
+        scan = self.scan
+        for _ in self._read(scan.size - TRAILER):
+            pass
+        if _identity(os.fstat(scan.fd)) != scan.identity:
             raise IndexFormatError("the index changed while it was rewritten")
-        yield piece
+        if scan.trailer != bytes(TRAILER) and self.hasher.digest() != scan.trailer:
+            raise IndexFormatError("index checksum mismatch")
 
 
-def _check_unchanged(fd: int, scanned: bytes) -> None:
-    """The index at ``fd`` (all of it, deleted entries too) still hashes as ``scanned``,
-    as when it was scanned: the runs copied from it are what was judged."""
-    size = os.fstat(fd).st_size
-    hasher = hashlib.sha1()
-    for at in range(0, size - TRAILER, WINDOW):
-        hasher.update(read_at(fd, at, min(WINDOW, size - TRAILER - at)))
-    if hasher.digest() != scanned:
-        raise IndexFormatError("the index changed while it was rewritten")
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def splice_index(
@@ -290,7 +308,7 @@ def splice_index(
     remove = [_encode_path(p) for p in remove_prefixes]
     adds = _encode_all(add)
 
-    def build(current: int | None) -> tuple[list[bytes | memoryview | Run], bytes | None]:
+    def build(current: int | None) -> tuple[list[bytes | memoryview | Run], FileScan | None]:
         scan = scan_index_file(current) if current is not None else IndexScan.empty()
         if scan is None:  # version 4: read whole, rewritten by dulwich
             assert current is not None
@@ -299,7 +317,7 @@ def splice_index(
             return [*_splice_dulwich(whole, dels, add)], None
         dels, positions = _plan(scan, remove, adds)
         return (_splice_raw(scan, dels, positions, adds),
-                scan.digest if isinstance(scan, FileScan) else None)
+                scan if isinstance(scan, FileScan) else None)
 
     _write_locked(index_path, build, held)
 

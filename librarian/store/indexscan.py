@@ -209,12 +209,13 @@ def read_at(fd: int, start: int, length: int) -> bytes:
 class FileScan:
     """The entry boundaries of an index file, read a window at a time and then by offset:
     neither the file (5 MB at 50,000 entries) nor an object per entry is held. Only the
-    splice reads an index this way (``gitindex``); version 4 is read whole (``scan_index``)."""
+    splice reads an index this way (``gitindex``, which checksums it as it copies from
+    it); version 4 is read whole (``scan_index``)."""
 
     def __init__(self, fd: int, size: int, version: int, offsets: array[int],
-                 keep: list[bytes], digest: bytes) -> None:
+                 keep: list[bytes], trailer: bytes, identity: tuple[int, int, int, int]) -> None:
         self.fd, self.size, self.version, self.offsets, self.keep = fd, size, version, offsets, keep
-        self.digest = digest  # SHA-1 of everything before the trailer, as read
+        self.trailer, self.identity = trailer, identity  # (inode, size, mtime, ctime) read
 
     @property
     def count(self) -> int:
@@ -237,9 +238,10 @@ class FileScan:
 
 
 def scan_index_file(fd: int) -> FileScan | None:
-    """Scan the index open at ``fd``, checksum included; None for a version 4 index (its
-    names depend on each other: read it whole)."""
-    size = os.fstat(fd).st_size
+    """Scan the index open at ``fd``; None for a version 4 index (its names depend on each
+    other: read it whole). Its checksum is the reader's to check (``gitindex._Copy``)."""
+    st = os.fstat(fd)
+    size = st.st_size
     head = read_at(fd, 0, HEADER.size)
     if size < HEADER.size + TRAILER:
         raise IndexFormatError("index file is truncated")
@@ -248,14 +250,6 @@ def scan_index_file(fd: int) -> FileScan | None:
         raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
     if version == 4:
         return None
-    trailer = read_at(fd, size - TRAILER, TRAILER)
-    hasher = hashlib.sha1()
-    for start in range(0, size - TRAILER, WINDOW):
-        hasher.update(read_at(fd, start, min(WINDOW, size - TRAILER - start)))
-    digest = hasher.digest()
-    # An all-zero trailer is git's index.skipHash; anything else must match.
-    if trailer != bytes(TRAILER) and digest != trailer:
-        raise IndexFormatError("index checksum mismatch")
     try:
         offsets = _scan_v2_file(fd, size, count, version)
     except (IndexError, ValueError):
@@ -264,7 +258,11 @@ def scan_index_file(fd: int) -> FileScan | None:
         raise IndexFormatError("index entries run past the end of the file")
     tail = read_at(fd, offsets[-1], size - offsets[-1])
     return FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
-                    digest)
+                    tail[-TRAILER:], (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns))
+
+
+#: Room for one entry with the longest name git stores inline, and its padding.
+_ENTRY_MAX = 64 + NAME_MASK + 8
 
 
 def _scan_v2_file(fd: int, size: int, count: int, version: int) -> array[int]:
@@ -274,11 +272,13 @@ def _scan_v2_file(fd: int, size: int, count: int, version: int) -> array[int]:
     off = HEADER.size
     extended_ok = version == 3
     base, buf = off, read_at(fd, off, WINDOW)
+    limit = base + len(buf) - _ENTRY_MAX if base + len(buf) < size else size
     for i in range(count):
         offsets[i] = off
+        if off > limit:
+            base, buf = off, read_at(fd, off, WINDOW)
+            limit = base + len(buf) - _ENTRY_MAX if base + len(buf) < size else size
         rel = off - base
-        if rel + 64 + NAME_MASK + 8 > len(buf) and base + len(buf) < size:
-            base, buf, rel = off, read_at(fd, off, WINDOW), 0
         flags = buf[rel + 60] << 8 | buf[rel + 61]
         length = flags & NAME_MASK
         fixed = 64 if flags & FLAG_EXTENDED else 62

@@ -15,6 +15,7 @@ from dulwich.repo import Repo
 from helpers import assert_one_error_line, git, git_text, library_state, run_main, skill_md
 from sources_helpers import Upstream, git_daemon
 
+from librarian.core.model import SOURCES_DIR
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
 from librarian.store.library import Library
@@ -240,3 +241,83 @@ def test_a_pack_of_objects_already_held_is_not_moved_twice(
     assert not [p for p in _objects(library) if p not in before and p.startswith("pack/")]
     assert not list((library / ".git" / "objects").glob(f"{PREFIX}*"))
     _fsck(library)
+
+
+def _replace_loose(up: Upstream, sha: str, kind: bytes, data: bytes) -> None:
+    """Overwrite the loose object file of ``sha`` in ``up`` with other content."""
+    import zlib
+
+    path = up.path / "objects" / sha[:2] / sha[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"%s %d\0" % (kind, len(data)) + data))
+
+
+def test_a_local_object_that_does_not_hash_to_its_name_is_refused(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A repository on this machine is copied object by object (store/localfetch.py): each
+    # must hash to the id it is stored under, or a hostile store could plant content under
+    # an id git has already judged.
+    team.skill("skills/three", body="Three.\n").commit("third")
+    with Repo(str(team.path)) as repo:
+        tree = repo[repo[b"refs/heads/main"].tree]
+        skill = repo[tree[b"skills"][1]][b"three"][1]
+        blob = repo[skill][b"SKILL.md"][1].decode()
+    _replace_loose(team, blob, b"blob", b"other content\n")
+    before = (library_state(library), _refs(library), _objects(library))
+    result = run_main(capsys, "--library", str(library), "update")
+    assert result.code == 2, result.err
+    assert f"object {blob} does not hash to its name" in assert_one_error_line(result.err)
+    assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_a_local_tree_entry_naming_an_object_of_another_type_is_refused(
+        team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Repo(str(team.path)) as repo:
+        blob = Blob.from_string(b"new in this commit\n")
+        inner = Tree()
+        inner.add(b"x", 0o100644, blob.id)
+        tree = Tree()
+        tree.add(b"SKILL.md", 0o100644, inner.id)  # a tree the library does not hold
+        for obj in (blob, inner, tree):
+            repo.object_store.add_object(obj)
+        ok = [(DIR, b"ok", tree.id)]
+        commit = Commit()
+        commit.tree = _raw_tree(repo, [(DIR, b"skills", _raw_tree(repo, ok))])
+        commit.parents = [repo.refs[b"refs/heads/main"]]
+        commit.author = commit.committer = b"Upstream <up@example.org>"
+        commit.author_time = commit.commit_time = int(time.time())
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = b"a tree named as a file\n"
+        repo.object_store.add_object(commit)
+        repo.refs[b"refs/heads/main"] = commit.id
+    before = (library_state(library), _refs(library), _objects(library))
+    result = run_main(capsys, "--library", str(library), "update")
+    assert result.code == 2, result.err
+    assert "is a tree where its tree names a blob" in assert_one_error_line(result.err)
+    assert (library_state(library), _refs(library), _objects(library)) == before
+    _fsck(library)
+
+
+def test_a_local_first_install_is_one_pack_git_accepts_and_clones(
+        library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    up = Upstream(tmp_path / "up")
+    for number in range(30):
+        up.skill(f"skills/s{number:02d}", body=f"Skill {number}.\n")
+    up.put("skills/s00/scripts/run.sh", b"#!/bin/sh\necho\n", 0o100755).commit("first")
+    up.skill("skills/s00", body="Changed.\n").commit("second")  # history is not copied
+    add_source(Library(library), "team", up.url)
+    before = set(_objects(library))
+    assert run_main(capsys, "--library", str(library), "update").code == 0
+    packs = [p for p in set(_objects(library)) - before if p.endswith(".pack")]
+    assert len(packs) == 1
+    listed = git_text(library, "verify-pack", "-v", f".git/objects/{packs[0]}")
+    tip = git_text(up.path, "rev-parse", "main").strip()
+    parent = git_text(up.path, "rev-parse", "main~1").strip()
+    assert tip in listed and parent not in listed
+    _fsck(library)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(library), str(clone))
+    assert git(clone, "fsck", "--strict", check=False).returncode == 0
+    run_sh = clone / SOURCES_DIR / "team" / "skills" / "s00" / "scripts" / "run.sh"
+    assert run_sh.stat().st_mode & 0o111

@@ -180,14 +180,14 @@ def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> 
     mode = 0o755 if executable else 0o644
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-            handle.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        # O_CREAT honours the umask; the executable bit is content, so set it exactly.
+        os.fchmod(fd, mode)
         fsync_fd(fd, path)
     finally:
         os.close(fd)
-    # O_CREAT honours the umask; the executable bit is content, so set it exactly.
-    path.chmod(mode)
 
 
 def atomic_write(path: Path, data: bytes | bytearray, *, mode: int = 0o644) -> None:

@@ -157,22 +157,28 @@ def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> No
         elif isinstance(change, TreeChange) and change.work is not None:
             # A merged edit: the stage holds the merge; what the commit installs is checked
             # against the plan's digest from the object store.
-            write_files(slot, store.read_files(change.work))
-            _verify(change.path, hash_work_dir(slot), change.work, None)
+            _stage_tree(store, slot, change.path, change.work, None)
             if change.tree is not None and change.digest is not None:
                 _verify(change.path, hash_files(store.read_files(change.tree)), change.tree,
                         change.digest)
         elif isinstance(change, TreeChange) and change.tree is not None:
-            write_files(slot, store.read_files(change.tree))
-            _verify(change.path, hash_work_dir(slot), change.tree, change.digest)
+            _stage_tree(store, slot, change.path, change.tree, change.digest)
     fsync_dir(stage)
+
+
+def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
+                digest: str | None) -> None:
+    """Write the stored ``tree`` at ``slot``, its content read once: the bytes written are
+    the bytes hashed, and they must be the planned ones (git tree id and digest)."""
+    files = store.read_files(tree)
+    _verify(path, hash_files(files) if files else None, tree, digest)
+    write_files(slot, files)
 
 
 def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:
     """One entry of a directory changed in place, checked against its id in the commit."""
     if entry.mode == MODE_TREE:
-        write_files(slot, store.read_files(entry.sha))
-        _verify(path, hash_work_dir(slot), entry.sha, None)
+        _stage_tree(store, slot, path, entry.sha, None)
         return
     data = store.read_blob(entry.sha)
     if blob_sha1(data) != entry.sha:

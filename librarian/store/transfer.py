@@ -4,12 +4,13 @@ Every fetch asks for the tip only (depth 1), so the first fetch of a source cost
 tip's tree, not its history, and a later one what changed since. A git server (git://,
 http(s)://, ssh) negotiates with dulwich's client as ``git fetch --depth=1`` would,
 offered the previously fetched commit and told it is a shallow boundary; a server without
-shallow support is fetched in full. A repository on this machine is read with dulwich's
-own ``MissingObjectFinder``, told what the library holds (dulwich's local transport drops
-the haves of a shallow request and would resend the whole tip).
+shallow support is fetched in full. A repository on this machine is not negotiated with
+(dulwich's local transport drops the haves of a shallow request and would resend the whole
+tip): ``store.localfetch`` copies the objects the library lacks, each read and hashed once,
+into a pack written straight into the quarantine.
 
-The pack is received into an unnamed spool and indexed into a quarantine
-(``store.quarantine``), where it is judged before anything in the library sees it: every
+A server's pack is received into an unnamed spool and indexed into a quarantine
+(``store.quarantine``); either pack is judged there before anything in the library sees it: every
 object must pass git's own fsck rules (``store.fsck``: no tree entry git would read as
 ``.git``, no ``..``, well-formed commits and tags…), and every object it holds must name
 objects that are in the library or the pack (a commit's parents unless it is a new shallow
@@ -22,18 +23,16 @@ every file it created, so the object store is byte-identical to before.
 from __future__ import annotations
 
 import stat
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import closing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from tempfile import SpooledTemporaryFile
-from typing import IO, Any
+from typing import Any
 
 from dulwich.errors import ObjectFormatException
-from dulwich.object_store import MissingObjectFinder, ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, Tag, Tree, sha_to_hex
-from dulwich.pack import Pack, UnpackedObjectIterator, full_unpacked_object, write_pack_data
-from dulwich.refs import Ref
+from dulwich.object_store import ObjectStoreGraphWalker
+from dulwich.objects import Commit, ObjectID, Tree, sha_to_hex
+from dulwich.pack import Pack, UnpackedObjectIterator
 
 from librarian.core.fsutil import atomic_write
 from librarian.errors import UsageError
@@ -41,7 +40,7 @@ from librarian.errors import UsageError
 from . import fsck
 from .fsck import Finding, Judge
 from .gitstore import GitStore, ObjectId
-from .objectstore import open_repository
+from .localfetch import copy_local
 from .quarantine import Quarantine
 
 DetermineWants = Callable[..., list[ObjectID]]
@@ -120,19 +119,9 @@ def _receive(
 
     objects = store.dulwich_repo.object_store
     old_tree = _tree_of(objects, have)
-    known: set[bytes] | None = None  # held entries the local finder found already
     if isinstance(client, LocalGitClient):
-        try:
-            refs, shallow, known = _local_pack(path, determine_wants, objects, spool,
-                                               progress, old_tree)
-        except KeyError as exc:
-            raise IncompleteSource(
-                f"the repository at {path} lacks object {_shown(exc)}, which it names",
-                hint="the upstream repository is damaged or incomplete; nothing was "
-                "changed") from None
-    else:
-        refs, shallow = _remote_pack(store, client, path, determine_wants, have, spool,
-                                     progress)
+        return _receive_local(store, quarantine, path, determine_wants, old_tree, progress)
+    refs, shallow = _remote_pack(store, client, path, determine_wants, have, spool, progress)
     if spool.tell() <= _EMPTY_PACK:
         return refs, shallow, False
     spool.seek(0)
@@ -145,7 +134,7 @@ def _receive(
     except ObjectFormatException as exc:  # dulwich cannot even parse an object
         raise RefusedPack(Finding("badObject", "object", "", detail=_line(exc))) from None
     try:
-        _judge(store, pack, shallow, old_tree, known)
+        _judge(store, pack, shallow, old_tree)
     finally:
         pack.close()
     quarantine.admit()
@@ -153,50 +142,42 @@ def _receive(
     return refs, shallow, True
 
 
-def _local_pack(
+def _receive_local(
+    store: GitStore,
+    quarantine: Quarantine,
     path: str,
     determine_wants: DetermineWants,
-    target: Any,
-    spool: IO[bytes],
+    old_tree: ObjectID | None,
     progress: ProgressBytes | None,
-    old_tree: ObjectID | None = None,
-) -> tuple[dict[bytes, bytes], set[bytes], set[bytes]]:
-    """Depth 1 from a repository on this machine: the wanted tips and the objects of their
-    trees that the library does not hold. Both stores are here, so what the library holds
-    is asked of the library itself, and the walk stops at the first object it has: the
-    cost follows the change, not the size of the collection. What the previously fetched
-    tree (``old_tree``) holds at the same paths is known to be held without asking, and
-    returned (refs, new shallow boundary, those held ids) for the closure check."""
-    from dulwich.errors import NotGitRepository
+) -> tuple[dict[bytes, bytes], set[bytes], bool]:
+    """From a repository on this machine: its objects copied into a pack in the quarantine
+    (``store.localfetch``), judged as a received pack is, admitted only when it passes."""
+    objects = store.dulwich_repo.object_store
+
+    def unchanged(new_tree: ObjectID, source: Any) -> set[bytes]:
+        return _unchanged_entries(new_tree, old_tree, source, objects)
 
     try:
-        source = open_repository(path)
-    except (NotGitRepository, FileNotFoundError, NotADirectoryError):
-        raise NotGitRepository(f"No git repository was found at {path}") from None
-    with closing(source):
-        refs = {bytes(k): bytes(v) for k, v in source.get_refs().items()}
-        wants = determine_wants({Ref(k): ObjectID(v) for k, v in refs.items()}, 1)
-        if not wants:
-            return refs, set(), set()
-        objects = source.object_store
-        tips = _peeled_commits(objects, wants)
-        # Depth 1: the tips are shallow, so no history is walked (and no commit-graph read).
-        finder = MissingObjectFinder(objects, haves=[], wants=[*wants, *tips],
-                                     shallow=set(tips), progress=progress)
-        held = _Held(target)
-        held.update(finder.sha_done)
-        known: set[bytes] = set()
-        for tip in tips:
-            known |= _unchanged_entries(_commit(objects, tip).tree, old_tree, objects, target)
-        held.update(ObjectID(sha) for sha in known)
-        finder.sha_done = held
-        object_ids = [sha for sha, _ in finder]
-        # Each object is read by id (dulwich's write_pack_from_container would decompress
-        # every object of the source's packs to pick the subset).
-        write_pack_data(spool, (full_unpacked_object(objects[sha]) for sha in object_ids),
-                        num_records=len(object_ids), object_format=source.object_format)
-        shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
-    return refs, shallow, known
+        found = copy_local(path, determine_wants, objects, quarantine.path / "pack",
+                           unchanged, progress)
+    except KeyError as exc:
+        raise IncompleteSource(
+            f"the repository at {path} lacks object {_shown(exc)}, which it names",
+            hint="the upstream repository is damaged or incomplete; nothing was "
+            "changed") from None
+    except ObjectFormatException as exc:
+        raise RefusedPack(Finding("badObject", "object", "", detail=_line(exc))) from None
+    if found.written is None:
+        return found.refs, found.shallow, False
+    written = found.written
+    try:
+        _judge(store, written.pack, found.shallow, old_tree, found.known, written.judge,
+               written.ids)
+    finally:
+        written.pack.close()
+    quarantine.admit()
+    store.prefer_newest_packs()
+    return found.refs, found.shallow, True
 
 
 def _remote_pack(
@@ -240,33 +221,6 @@ def _remote_pack(
     return refs, {bytes(s) for s in (result.new_shallow or ())}
 
 
-def _peeled_commits(objects: Any, wants: Iterable[ObjectID]) -> list[ObjectID]:
-    """The commits the wanted refs name (annotated tags peeled)."""
-    found = []
-    for want in wants:
-        obj = objects[want]
-        for _ in range(8):
-            if not isinstance(obj, Tag):
-                break
-            obj = objects[obj.object[1]]
-        if isinstance(obj, Commit):
-            found.append(obj.id)
-    return found
-
-
-class _Held(set[ObjectID]):
-    """The finder's objects not to send: those it has seen, and every object the library
-    holds. A held object's closure is held too: every fetched pack was checked closed, and
-    librarian writes an object only after the objects it names."""
-
-    def __init__(self, target: Any) -> None:
-        super().__init__()
-        self._target = target
-
-    def __contains__(self, sha: object) -> bool:
-        return set.__contains__(self, sha) or sha in self._target
-
-
 def _add_shallow(store: GitStore, shallow: set[bytes]) -> None:
     """Add the new shallow boundary to ``.git/shallow``, replaced atomically through a
     ``.shallow.*.tmp`` that recovery sweeps (dulwich's ``update_shallow`` writes through
@@ -285,14 +239,9 @@ def _shown(exc: KeyError) -> str:
     return key.decode("ascii", "replace") if isinstance(key, bytes) else str(key)
 
 
-def _commit(objects: Any, sha: ObjectID) -> Commit:
-    obj = objects[sha]
-    assert isinstance(obj, Commit)
-    return obj
-
-
 def _judge(store: GitStore, pack: Pack, shallow: set[bytes],
-           old_tree: ObjectID | None = None, known: set[bytes] | None = None) -> None:
+           old_tree: ObjectID | None = None, known: set[bytes] | None = None,
+           judge: Judge | None = None, in_pack: set[bytes] | None = None) -> None:
     """Every object of the quarantined pack by git's fsck rules, each read once (raw, as
     git reads it): a RefusedPack for the first that fails; then closure, an
     IncompleteSource when an object names one neither the pack nor the library holds (a
@@ -301,12 +250,15 @@ def _judge(store: GitStore, pack: Pack, shallow: set[bytes],
     pack names is checking the fetched tip; and what a tree of the pack names that the
     tree at its path in the previously fetched tip (``old_tree``) names too was held
     before, so only what changed is looked up (an item changed of 1,000 is not 1,000
-    lookups). ``known``: those ids, when the local finder has compared the same trees."""
-    judge = Judge()
-    for unpacked in UnpackedObjectIterator.for_pack_data(pack.data):
-        kind = unpacked.obj_type_num
-        if kind in (fsck.TREE, fsck.COMMIT, fsck.TAG) and unpacked.obj_chunks is not None:
-            judge.add(kind, sha_to_hex(unpacked.sha()), b"".join(unpacked.obj_chunks))
+    lookups). ``known``: those ids, when the local copy has compared the same trees;
+    ``judge`` and ``in_pack``: the judge fed and the (hex) ids written, when the pack was
+    written here (``store.localfetch``), so that it is not read again."""
+    if judge is None:
+        judge = Judge()
+        for unpacked in UnpackedObjectIterator.for_pack_data(pack.data):
+            kind = unpacked.obj_type_num
+            if kind in (fsck.TREE, fsck.COMMIT, fsck.TAG) and unpacked.obj_chunks is not None:
+                judge.add(kind, sha_to_hex(unpacked.sha()), b"".join(unpacked.obj_chunks))
     objects = store.dulwich_repo.object_store
 
     def read(sha: bytes) -> tuple[int, bytes] | None:
@@ -321,7 +273,8 @@ def _judge(store: GitStore, pack: Pack, shallow: set[bytes],
     finding = judge.first()
     if finding is not None:
         raise RefusedPack(finding)
-    in_pack = {bytes(sha) for sha in pack}
+    if in_pack is None:
+        in_pack = {bytes(sha) for sha in pack}
     held: set[bytes] = known if known is not None else set()
     if old_tree is not None and known is None:
         for commit in judge.commit_trees():

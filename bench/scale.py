@@ -21,7 +21,9 @@ never pay, and PYTHONPATH picks the tree under test anyway.
 
 Cases (``--cases``, default all):
 
-- ``install``: first install of the N items, against ``git clone`` (one round: it is slow);
+- ``install``: first install of the N items (``update`` of a new subscription), against
+  ``git clone`` of the same upstream, ``--runs`` rounds in rotating order, each into a new
+  directory after a ``sync``; the upstream is packed first (``git gc``), as a real one is;
 - ``floor``: Python importing the entry point (typer, click, the command table), what
   every command pays before any work, against ``git --version``; for ``resident``,
   ``librarian --version`` through the daemon (the client's whole cost);
@@ -159,6 +161,51 @@ def rounds(runs: int, contenders: list[Contender], git: Sequence[Sequence[str]] 
     return samples
 
 
+def settle(upstream: Path) -> None:
+    """Pack the upstream as a real one is, once: ``git commit`` of thousands of objects
+    starts ``git gc --auto`` in the background, which would repack (and delete 10,000s of
+    loose objects) while the installs are timed, or under ``git clone``'s feet."""
+    gc_pid = upstream / ".git" / "gc.pid"
+    for _ in range(600):
+        if not gc_pid.exists():
+            break
+        time.sleep(0.5)
+    run(["git", "-c", "gc.auto=0", "gc", "-q"], upstream)
+    os.sync()
+
+
+def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone: Path,
+                   work: Path) -> dict[str, list[float]]:
+    """First installs, ``runs`` rounds in rotating order, each contender and ``git clone``
+    into a new directory after a ``sync`` (the first round's are the libraries the other
+    cases use). Nothing is deleted until the end: a deletion of 50,000 files slows file
+    creation on this disk for a minute after."""
+    installs: dict[str, list[float]] = {"git": [], **{who.name: [] for who in contenders}}
+    libraries = {who.name: who.library for who in contenders}
+    for number in range(runs):
+        order: list[Contender | None] = [*contenders, None]
+        shift = number % len(order)
+        for who in order[shift:] + order[:shift]:
+            suffix = f"-{number}" if number else ""
+            os.sync()
+            if who is None:
+                target = clone.with_name(clone.name + suffix)
+                installs["git"].append(measure(["git", "clone", "-q", str(upstream),
+                                                str(target)], work, ENV)[0])
+                continue
+            who.library = libraries[who.name].with_name(libraries[who.name].name + suffix)
+            # Each contender's own code creates its library (PYTHONPATH is its tree).
+            run([sys.executable, "-m", "librarian", "init", str(who.library), "--name",
+                 "bench"], work, who.env)
+            who.env["LIBRARIAN_LIBRARY"] = str(who.library)
+            run(who.cmd("source", "add", "team", str(upstream)), work, who.env)
+            installs[who.name].append(who.time("update")[0])
+    for who in contenders:
+        who.library = libraries[who.name]
+        who.env["LIBRARIAN_LIBRARY"] = str(who.library)
+    return installs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=1000)
@@ -182,16 +229,10 @@ def main() -> None:
           + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
     try:
         make_upstream(upstream, args.items)
-        installs: dict[str, list[float]] = {"git": []}
-        installs["git"].append(measure(["git", "clone", "-q", str(upstream), str(clone)], work,
-                                       ENV)[0])
+        settle(upstream)
+        installs = install_rounds(args.runs if "install" in cases else 1, contenders,
+                                  upstream, clone, work)
         for who in contenders:
-            # Each contender's own code creates its library (PYTHONPATH is its tree).
-            run([sys.executable, "-m", "librarian", "init", str(who.library), "--name",
-                 "bench"], work, who.env)
-            who.env["LIBRARIAN_LIBRARY"] = str(who.library)
-            run(who.cmd("source", "add", "team", str(upstream)), work, who.env)
-            installs[who.name] = [who.time("update")[0]]
             if who.resident:
                 subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,
                                env=who.env, check=True, stdout=subprocess.DEVNULL)

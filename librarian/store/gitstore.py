@@ -37,6 +37,8 @@ ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 DEFAULT_BRANCH = b"refs/heads/main"
 FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
 _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
+#: Bytes of blob content one store keeps once read (``read_blob``).
+BLOB_MEMO_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)  # one per tree entry read: 10,000 in a large tree
@@ -68,6 +70,9 @@ class GitStore:
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
+        # Blobs read, kept up to a bound: an install validates each item, then stages it.
+        self._blobs: dict[ObjectId, bytes] = {}
+        self._blob_room = BLOB_MEMO_BYTES
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
@@ -243,10 +248,16 @@ class GitStore:
         self._trees.clear()
 
     def read_blob(self, sha: ObjectId) -> bytes:
-        obj = self._get(sha)
-        if not isinstance(obj, Blob):
-            raise UsageError(f"{sha.decode()} is not a blob")
-        return bytes(obj.data)
+        data = self._blobs.get(sha)
+        if data is None:
+            pending = self._pending.get(sha)
+            kind, data = (pending.type_num, pending.as_raw_string()) if pending is not None \
+                else self._repo.object_store.get_raw(ObjectID(sha))  # no object parsed
+            if kind != Blob.type_num:
+                raise UsageError(f"{sha.decode()} is not a blob")
+            if len(data) <= self._blob_room:
+                self._blobs[sha], self._blob_room = data, self._blob_room - len(data)
+        return data
 
     def walk(self, tree: ObjectId, prefix: str = "") -> Iterator[tuple[str, TreeEntry]]:
         """Every non-tree entry below ``tree`` as (posix path, entry), in tree order."""

@@ -74,6 +74,13 @@ def hash_files(files: tuple[ItemFile, ...]) -> ItemHash:
     )
 
 
+def tree_sha1(files: tuple[ItemFile, ...]) -> bytes:
+    """git's tree id (hex) of ``files`` alone: what binds them to a stored tree, and so to
+    the digest computed from that tree's bytes."""
+    leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha1")) for f in files]
+    return tree_id(leaves, "sha1").hex().encode()
+
+
 def hash_work_dir(root: Path) -> ItemHash | None:
     """Ids of the directory's content; None when it holds no files (git would not store
     it). Raises NotRegularFile for symlinks and special files."""

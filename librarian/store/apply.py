@@ -23,6 +23,7 @@ from librarian.content.worktree import (
     hash_files,
     hash_work_dir,
     iter_work_files,
+    tree_sha1,
     write_files,
 )
 from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
@@ -169,9 +170,15 @@ def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> No
 def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
                 digest: str | None) -> None:
     """Write the stored ``tree`` at ``slot``, its content read once: the bytes written are
-    the bytes hashed, and they must be the planned ones (git tree id and digest)."""
+    the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
+    planner computed the digest from the bytes of this same tree id (and checked both)."""
     files = store.read_files(tree)
-    _verify(path, hash_files(files) if files else None, tree, digest)
+    if not files or tree_sha1(files) != tree:
+        raise TrustError(
+            f"{path}: the staged content does not match the planned digest "
+            f"{digest or ''}".rstrip(),
+            hint="the object store may be damaged; run `git fsck`",
+        )
     write_files(slot, files)
 
 

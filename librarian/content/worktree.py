@@ -74,11 +74,12 @@ def hash_files(files: tuple[ItemFile, ...]) -> ItemHash:
     )
 
 
-def tree_sha1(files: tuple[ItemFile, ...]) -> bytes:
-    """git's tree id (hex) of ``files`` alone: what binds them to a stored tree, and so to
-    the digest computed from that tree's bytes."""
-    leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha1")) for f in files]
-    return tree_id(leaves, "sha1").hex().encode()
+def git_ids(files: tuple[ItemFile, ...]) -> tuple[bytes, list[bytes]]:
+    """git's tree id (hex) of ``files`` alone, what binds them to a stored tree (and so to
+    the digest computed from that tree's bytes), and each file's raw blob id."""
+    blobs = [blob_id(f.data, "sha1") for f in files]
+    leaves = [TreeLeaf(f.path, f.executable, b) for f, b in zip(files, blobs, strict=True)]
+    return tree_id(leaves, "sha1").hex().encode(), blobs
 
 
 def hash_work_dir(root: Path) -> ItemHash | None:
@@ -88,11 +89,13 @@ def hash_work_dir(root: Path) -> ItemHash | None:
     return hash_files(files) if files else None
 
 
-def write_files(target: Path, files: tuple[ItemFile, ...]) -> None:
+def write_files(target: Path, files: tuple[ItemFile, ...]) -> list[os.stat_result]:
     """Create ``target`` (must not exist) holding ``files``, every file and directory
-    fsynced, so a rename of ``target`` later publishes complete content."""
+    fsynced, so a rename of ``target`` later publishes complete content; each file's stat,
+    in the order of ``files``."""
     target.mkdir(parents=True)
     created = {target}
+    stats = []
     for item_file in files:
         path = target.joinpath(*item_file.path.split("/"))
         chain, parent = [], path.parent
@@ -102,6 +105,7 @@ def write_files(target: Path, files: tuple[ItemFile, ...]) -> None:
         for directory in reversed(chain):
             directory.mkdir()
             created.add(directory)
-        write_file_durably(path, item_file.data, executable=item_file.executable)
+        stats.append(write_file_durably(path, item_file.data, executable=item_file.executable))
     for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
         fsync_dir(directory)
+    return stats

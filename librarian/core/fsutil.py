@@ -175,8 +175,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> None:
-    """Write ``data`` to a *new* path (no replace semantics needed), fsynced."""
+def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> os.stat_result:
+    """Write ``data`` to a *new* path (no replace semantics needed), fsynced; its stat once
+    written (what an lstat gives until the file is changed: a rename of a directory above
+    it changes nothing of it)."""
     mode = 0o755 if executable else 0o644
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
@@ -186,6 +188,7 @@ def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> 
         # O_CREAT honours the umask; the executable bit is content, so set it exactly.
         os.fchmod(fd, mode)
         fsync_fd(fd, path)
+        return os.fstat(fd)
     finally:
         os.close(fd)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
 from librarian.content.validate import validate_item
-from librarian.content.worktree import tree_sha1
+from librarian.content.worktree import git_ids
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
@@ -233,7 +233,7 @@ def judge_item(
             if left_out:
                 return UpstreamItem(path, store.files_tree(content.files), content.digest,
                                     content.warnings)
-            if tree_sha1(content.files) != tree:
+            if git_ids(content.files)[0] != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:

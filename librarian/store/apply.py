@@ -20,13 +20,13 @@ from pathlib import Path
 from librarian.content.worktree import (
     ItemHash,
     NotRegularFile,
+    git_ids,
     hash_files,
     hash_work_dir,
     iter_work_files,
-    tree_sha1,
     write_files,
 )
-from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
+from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
 from librarian.core.fsutil import fsync_dir, sync_filesystem, write_file_durably
 from librarian.core.progress import counted
 from librarian.errors import ConflictError, TrustError, UsageError
@@ -144,8 +144,13 @@ def slots(store: GitStore, base_tree: ObjectId | None,
     return out
 
 
-def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> None:
+def stage_changes(stage: Path, changes: Sequence[Change],
+                  store: GitStore) -> dict[int, list[IndexEntry]]:
+    """Write every change's new content into ``stage`` (slot i for change i); the index
+    entries of the slots staged whole from a stored tree, from the bytes written and the
+    stat of each file as written (``swap_in`` then need not walk and stat them again)."""
     stage.mkdir(parents=True)
+    entries: dict[int, list[IndexEntry]] = {}
     for number, change in enumerate(counted("stage", changes)):
         slot = stage / str(number)
         if isinstance(change, EntryChange):
@@ -163,29 +168,34 @@ def stage_changes(stage: Path, changes: Sequence[Change], store: GitStore) -> No
                 _verify(change.path, hash_files(store.read_files(change.tree)), change.tree,
                         change.digest)
         elif isinstance(change, TreeChange) and change.tree is not None:
-            _stage_tree(store, slot, change.path, change.tree, change.digest)
+            entries[number] = _stage_tree(store, slot, change.path, change.tree, change.digest)
     fsync_dir(stage)
+    return entries
 
 
 def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
-                digest: str | None) -> None:
+                digest: str | None) -> list[IndexEntry]:
     """Write the stored ``tree`` at ``slot``, its content read once: the bytes written are
     the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
-    planner computed the digest from the bytes of this same tree id (and checked both)."""
+    planner computed the digest from the bytes of this same tree id (and checked both).
+    The index entries of the files written (at ``path``), with their stats."""
     files = store.read_files(tree)
-    if not files or tree_sha1(files) != tree:
+    staged, blobs = git_ids(files) if files else (b"", [])
+    if staged != tree:
         raise TrustError(
             f"{path}: the staged content does not match the planned digest "
             f"{digest or ''}".rstrip(),
             hint="the object store may be damaged; run `git fsck`",
         )
-    write_files(slot, files)
+    stats = write_files(slot, files)
+    return [IndexEntry(f"{path}/{f.path}", blob, MODE_EXECUTABLE if f.executable else MODE_FILE,
+                       st) for f, blob, st in zip(files, blobs, stats, strict=True)]
 
 
 def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:
     """One entry of a directory changed in place, checked against its id in the commit."""
     if entry.mode == MODE_TREE:
-        _stage_tree(store, slot, path, entry.sha, None)
+        _stage_tree(store, slot, path, entry.sha, None)  # re-indexed from the work tree
         return
     data = store.read_blob(entry.sha)
     if blob_sha1(data) != entry.sha:
@@ -216,14 +226,17 @@ def swap_in(
     done: list[tuple[str, int]] | None = None,
     work: Mapping[int, ObjectId] | None = None,
     held: bool = False,
+    staged: Mapping[int, list[IndexEntry]] | None = None,
 ) -> None:
     """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
     records each rename ("moved" old content to trash, "placed" new content) for ``_undo``;
     ``work`` maps the slots whose work tree is not the commit's to the tree it gets;
-    ``held``: this process holds git's index.lock (``hold_index``)."""
+    ``held``: this process holds git's index.lock (``hold_index``); ``staged``: the index
+    entries ``stage_changes`` returned, used for the slots this call places."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
     work = work or {}
+    known: dict[int, list[IndexEntry]] = {}
     for number, path in enumerate(counted("install", paths)):
         target, slot = library.path_of(path), stage / str(number)
         desired = store.lookup(new_tree, path)
@@ -238,12 +251,14 @@ def swap_in(
                 _make_parents(target.parent)
                 slot.rename(target)
                 steps.append(("placed", number))
+                if staged is not None and number in staged and number not in work:
+                    known[number] = staged[number]
             if target.parent.is_dir():  # removing a path whose parent is gone already
                 fsync_dir(target.parent)
         elif not (target.exists()):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
-    _update_index(library, store, tx, paths, new_tree, work, held)
+    _update_index(library, store, tx, paths, new_tree, work, held, known)
 
 
 def _make_parents(directory: Path) -> None:
@@ -297,9 +312,13 @@ def release_index(library: Library) -> None:
 def _update_index(
     library: Library, store: GitStore, tx: str, paths: Sequence[str], new_tree: ObjectId,
     work_of: Mapping[int, ObjectId], held: bool = False,
+    known: Mapping[int, list[IndexEntry]] | None = None,
 ) -> None:
     entries: list[IndexEntry] = []
     for number, path in enumerate(paths):
+        if known is not None and number in known:
+            entries += known[number]  # staged whole and placed by this process
+            continue
         desired = store.lookup(new_tree, path)
         if desired is None:
             continue

@@ -248,7 +248,7 @@ class Transaction:
                 # git command can commit from the old index in between.
                 apply.hold_index(library, journal.tx)
                 held = True
-                apply.stage_changes(library.stage_dir / journal.tx, slots, store)
+                staged = apply.stage_changes(library.stage_dir / journal.tx, slots, store)
                 journal.write(library)
             crash_point("after-journal")
             store.move_branch(base, new, message=subject.encode())
@@ -269,7 +269,7 @@ class Transaction:
             # The renames are made durable by one sync before the journal goes.
             with one_sync(library.git_dir):
                 apply.swap_in(library, store, journal.tx, journal.paths, new_tree, done,
-                              journal.work_of(), held=True)
+                              journal.work_of(), held=True, staged=staged)
         except (LibrarianError, OSError):
             # A failure after the branch moved (a vanished directory, a full disk): put
             # everything back so the command changed nothing. If even that fails, the

@@ -22,7 +22,6 @@ hash to its name is an ``ObjectFormatException`` (the caller: refused, as git's 
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 import zlib
 from collections.abc import Callable, Iterator
@@ -38,7 +37,7 @@ from dulwich.refs import Ref
 
 from .fsck import BLOB, COMMIT, TAG, TREE, Judge, tree_entries
 from .fsckheaders import commit_problem
-from .objectstore import open_repository
+from .objectstore import held, open_repository
 
 _TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
 _DIR, _GITLINK = 0o040000, 0o160000
@@ -126,33 +125,19 @@ def _roots(objects: Any, wants: list[ObjectID]) -> tuple[list[bytes], list[Objec
 
 class _Seen:
     """Objects not to copy: those copied already, those known held, and every object the
-    library holds (its packs and loose objects listed once: dulwich's ``in`` lists the
-    pack directory and stats a loose path for every object asked about)."""
+    library holds (``objectstore.held``: its open packs, then one stat of a loose path,
+    without dulwich's listing of the pack directory on every miss)."""
 
     def __init__(self, known: set[bytes], target: Any) -> None:
         self.done: set[bytes] = set()
         self._known = known
-        self._packs = list(target.packs)
-        self._loose = _loose_ids(Path(str(target.path)))
+        self._target = target
 
     def skip(self, sha: bytes) -> bool:
         if sha in self.done or sha in self._known:
             return True
         self.done.add(sha)
-        return sha in self._loose or any(ObjectID(sha) in pack for pack in self._packs)
-
-
-def _loose_ids(objects_dir: Path) -> set[bytes]:
-    """The (hex) ids of the loose objects in ``objects_dir``."""
-    found: set[bytes] = set()
-    with os.scandir(objects_dir) as entries:
-        for entry in entries:
-            if len(entry.name) == 2 and entry.is_dir(follow_symlinks=False):
-                prefix = entry.name.encode()
-                with os.scandir(entry.path) as names:
-                    found.update(prefix + name.name.encode() for name in names
-                                 if len(name.name) == 38)
-    return found
+        return held(self._target, ObjectID(sha))
 
 
 def _walk(objects: Any, roots: list[bytes], seen: _Seen,

@@ -165,12 +165,14 @@ def settle(upstream: Path) -> None:
     """Pack the upstream as a real one is, once: ``git commit`` of thousands of objects
     starts ``git gc --auto`` in the background, which would repack (and delete 10,000s of
     loose objects) while the installs are timed, or under ``git clone``'s feet."""
-    gc_pid = upstream / ".git" / "gc.pid"
     for _ in range(600):
-        if not gc_pid.exists():
+        done = subprocess.run(["git", "-c", "gc.auto=0", "gc", "-q"], cwd=upstream, env=ENV,
+                              capture_output=True)
+        if done.returncode == 0:
             break
-        time.sleep(0.5)
-    run(["git", "-c", "gc.auto=0", "gc", "-q"], upstream)
+        if b"already running" not in done.stderr:
+            raise SystemExit(f"git gc failed: {done.stderr.decode(errors='replace')}")
+        time.sleep(0.5)  # the background gc --auto holds gc.pid
     os.sync()
 
 

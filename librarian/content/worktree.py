@@ -92,20 +92,24 @@ def hash_work_dir(root: Path) -> ItemHash | None:
 def write_files(target: Path, files: tuple[ItemFile, ...]) -> list[os.stat_result]:
     """Create ``target`` (must not exist) holding ``files``, every file and directory
     fsynced, so a rename of ``target`` later publishes complete content; each file's stat,
-    in the order of ``files``."""
+    in the order of ``files``. Paths are joined as strings: an install writes 50,000."""
     target.mkdir(parents=True)
-    created = {target}
+    root = str(target)
+    created = [""]  # directories relative to target, each after its parent
+    made = {""}
     stats = []
     for item_file in files:
-        path = target.joinpath(*item_file.path.split("/"))
-        chain, parent = [], path.parent
-        while parent not in created:  # every directory between target and the file
-            chain.append(parent)
-            parent = parent.parent
-        for directory in reversed(chain):
-            directory.mkdir()
-            created.add(directory)
-        stats.append(write_file_durably(path, item_file.data, executable=item_file.executable))
-    for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
-        fsync_dir(directory)
+        directory = item_file.path.rpartition("/")[0]
+        if directory not in made:
+            parts = directory.split("/")
+            for depth in range(1, len(parts) + 1):
+                chain = "/".join(parts[:depth])
+                if chain not in made:
+                    Path(f"{root}/{chain}").mkdir()
+                    made.add(chain)
+                    created.append(chain)
+        stats.append(write_file_durably(Path(f"{root}/{item_file.path}"), item_file.data,
+                                        executable=item_file.executable))
+    for directory in reversed(created):
+        fsync_dir(Path(f"{root}/{directory}") if directory else target)
     return stats

@@ -132,12 +132,16 @@ def _check_file_dir_conflicts(
         return lo < hi and not (k >= 0 and dels[k][1] >= hi)
 
     added = set(names)
+    cleared: set[bytes] = set()  # parents found not to be files (an install: 50,000 names)
     for name in names:
         parts = name.split(b"/")
         for depth in range(1, len(parts)):
             parent = b"/".join(parts[:depth])
+            if parent in cleared:
+                continue
             if parent in added or kept(scan.find(parent), scan.find(parent + b"\0")):
                 raise ValueError(f"file/directory clash: {os.fsdecode(parent)!r} is a file")
+            cleared.add(parent)
         if kept(scan.find(name + b"/"), scan.find(name + b"0")):
             raise ValueError(f"file/directory clash: {os.fsdecode(name)!r} is a directory")
 

@@ -25,6 +25,7 @@ from librarian.core.fsutil import fsync_dir, fsync_file
 from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
 from librarian.store.objectstore import (
+    BlobMemo,
     LibraryObjectStore,
     held,
     open_repository,
@@ -37,8 +38,6 @@ ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 DEFAULT_BRANCH = b"refs/heads/main"
 FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
 _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
-#: Bytes of blob content one store keeps once read (``read_blob``).
-BLOB_MEMO_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)  # one per tree entry read: 10,000 in a large tree
@@ -70,9 +69,7 @@ class GitStore:
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
-        # Blobs read, kept up to a bound: an install validates each item, then stages it.
-        self._blobs: dict[ObjectId, bytes] = {}
-        self._blob_room = BLOB_MEMO_BYTES
+        self.blobs = BlobMemo()  # an install validates each item, then stages it
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
@@ -248,16 +245,12 @@ class GitStore:
         self._trees.clear()
 
     def read_blob(self, sha: ObjectId) -> bytes:
-        data = self._blobs.get(sha)
-        if data is None:
-            pending = self._pending.get(sha)
-            kind, data = (pending.type_num, pending.as_raw_string()) if pending is not None \
-                else self._repo.object_store.get_raw(ObjectID(sha))  # no object parsed
-            if kind != Blob.type_num:
-                raise UsageError(f"{sha.decode()} is not a blob")
-            if len(data) <= self._blob_room:
-                self._blobs[sha], self._blob_room = data, self._blob_room - len(data)
-        return data
+        if (data := self.blobs.get(sha)) is not None:
+            return data
+        pending = self._pending.get(sha)
+        raw = (pending.type_num, pending.as_raw_string()) if pending is not None \
+            else self._repo.object_store.get_raw(ObjectID(sha))  # no object parsed
+        return self.blobs.keep(sha, *raw)
 
     def walk(self, tree: ObjectId, prefix: str = "") -> Iterator[tuple[str, TreeEntry]]:
         """Every non-tree entry below ``tree`` as (posix path, entry), in tree order."""

@@ -56,6 +56,7 @@ class LocalPack:
     pack: Pack
     ids: set[bytes]
     judge: Judge
+    blobs: dict[bytes, bytes]  # hex id -> content of the first blobs copied (``keep``)
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,14 @@ def copy_local(
     pack_dir: Path,
     unchanged: Callable[[ObjectID, Any], set[bytes]],
     progress: Callable[[bytes], None] | None = None,
+    keep: int = 0,
 ) -> LocalFetch:
     """Depth 1 from the repository at ``path`` into a pack in ``pack_dir`` (a quarantine):
     the wanted tips and the objects of their trees that ``target`` (the library's object
     store) does not hold. The walk stops at the first object the library has (its closure
     is held: every fetched pack was checked closed), and ``unchanged(tree, source)`` names
-    the entries known held without asking (those of the previously fetched tree)."""
+    the entries known held without asking (those of the previously fetched tree). Up to
+    ``keep`` bytes of the blobs copied are returned with the pack (planning reads them next)."""
     from dulwich.errors import NotGitRepository
 
     try:
@@ -96,13 +99,24 @@ def copy_local(
         for tip in tips:
             known |= unchanged(_commit(objects, tip).tree, objects)
         judge = Judge()
-        walk = _walk(objects, roots, _Seen(known, target), judge)
+        blobs: dict[bytes, bytes] = {}
+        walk = _kept(_walk(objects, roots, _Seen(known, target), judge), blobs, keep)
         written = _write_pack(pack_dir, walk, source.object_format, progress)
         shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
     if written is None:
         return LocalFetch(refs, shallow, known, None)
     pack, ids = written
-    return LocalFetch(refs, shallow, known, LocalPack(pack, ids, judge))
+    return LocalFetch(refs, shallow, known, LocalPack(pack, ids, judge, blobs))
+
+
+def _kept(objects: Iterator[tuple[int, bytes, bytes]], blobs: dict[bytes, bytes],
+          room: int) -> Iterator[tuple[int, bytes, bytes]]:
+    """``objects`` passed on, the content of blobs kept in ``blobs`` up to ``room`` bytes."""
+    for kind, sha, raw in objects:
+        if kind == BLOB and len(raw) <= room:
+            blobs[sha] = raw
+            room -= len(raw)
+        yield kind, sha, raw
 
 
 def _roots(objects: Any, wants: list[ObjectID]) -> tuple[list[bytes], list[ObjectID]]:

@@ -19,14 +19,17 @@ from pathlib import Path
 
 from dulwich.errors import FileFormatException
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import ObjectID, RawObjectID, ShaFile
+from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from librarian.core.fsutil import fsync_dir, fsync_file
+from librarian.errors import UsageError
 
 # Above this many new objects, one pack is cheaper than many loose files.
 PACK_THRESHOLD = 256
+#: Bytes of blob content one store keeps once read (``BlobMemo``).
+BLOB_MEMO_BYTES = 32 * 1024 * 1024
 
 
 class LibraryObjectStore(DiskObjectStore):
@@ -149,3 +152,23 @@ def write_objects(store: DiskObjectStore, fresh: list[ShaFile]) -> None:
         directories.add(path.parent)
     for directory in directories:
         fsync_dir(directory)
+
+
+class BlobMemo(dict[bytes, bytes]):
+    """Blob contents by (hex) id, kept once read up to ``BLOB_MEMO_BYTES``: an install
+    reads each item's blobs to validate it, then again to stage it (and a local fetch has
+    just read them all)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.room = BLOB_MEMO_BYTES
+
+    def keep(self, sha: bytes, kind: int, data: bytes) -> bytes:
+        """The content of blob ``sha`` (``kind`` and ``data`` as read), kept if there is
+        room; a UsageError when ``sha`` is not a blob."""
+        if kind != Blob.type_num:
+            raise UsageError(f"{sha.decode()} is not a blob")
+        if len(data) <= self.room and sha not in self:
+            self[sha] = data
+            self.room -= len(data)
+        return data

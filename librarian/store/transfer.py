@@ -41,6 +41,7 @@ from . import fsck
 from .fsck import Finding, Judge
 from .gitstore import GitStore, ObjectId
 from .localfetch import copy_local
+from .objectstore import BLOB_MEMO_BYTES
 from .quarantine import Quarantine
 
 DetermineWants = Callable[..., list[ObjectID]]
@@ -159,7 +160,7 @@ def _receive_local(
 
     try:
         found = copy_local(path, determine_wants, objects, quarantine.path / "pack",
-                           unchanged, progress)
+                           unchanged, progress, keep=BLOB_MEMO_BYTES)
     except KeyError as exc:
         raise IncompleteSource(
             f"the repository at {path} lacks object {_shown(exc)}, which it names",
@@ -177,6 +178,8 @@ def _receive_local(
         written.pack.close()
     quarantine.admit()
     store.prefer_newest_packs()
+    for sha, data in written.blobs.items():  # admitted: planning reads them next
+        store.blobs.keep(sha, fsck.BLOB, data)
     return found.refs, found.shallow, True
 
 

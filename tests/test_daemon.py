@@ -343,7 +343,11 @@ def _interrupted(listener: socket.socket, library: Path, how: str,
     client = subprocess.Popen([sys.executable, "-m", "librarian", "update"], cwd=library,
                               env={**os.environ, **(env or {})},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    connection, _ = listener.accept()  # the command is fetching
+    connection, _ = listener.accept()
+    connection.settimeout(30)
+    # Its first request bytes: the command is past setting up its connection and waits in
+    # its fetch (a signal inside dulwich's constructors printed a warning of their own).
+    assert connection.recv(4)
     client.send_signal(getattr(signal, how))
     out, err = client.communicate(timeout=30)
     assert _closed(connection)  # the command is gone with its client

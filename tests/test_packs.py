@@ -13,6 +13,7 @@ from helpers import git, git_text, requires_git
 
 from librarian.store import packs
 from librarian.store.gitstore import GitStore
+from librarian.store.objectstore import pack_added
 
 
 def _objects(repo: Path) -> set[str]:
@@ -102,6 +103,6 @@ def test_objects_are_looked_up_in_the_newest_pack_first(tmp_path: Path) -> None:
         cache = store.dulwich_repo.object_store._pack_cache
         assert list(cache) == newest_first
         os.utime(by_age[0], ns=(99 * 10**9, 99 * 10**9))
-        store.prefer_newest_packs()
+        pack_added(store.dulwich_repo.object_store)
         assert list(cache) == [by_age[0].stem, *newest_first[:-1]]
         assert store.commit(store.head() or b"").message.startswith("commit 7")

@@ -18,7 +18,7 @@ from importlib import import_module
 
 import librarian
 from librarian.cli.main import main, prebuild_tables
-from librarian.daemon.server import serve
+from librarian.daemon.control import serve
 from librarian.daemon.wire import open_state_dir
 
 #: Command-line modules the server loads: the others register commands when imported.

@@ -3,7 +3,8 @@
 ``start`` spawns ``python -m librarian.cli.daemon_main`` in a new session (no terminal, its
 own process group), with its working directory where the librarian package is imported
 from (so ``sys.path[0]`` adds nothing: never the library, whose files are not code), and
-waits for its ``ready`` line on a pipe. Every exchange with a running server is one
+waits for its ``ready`` line on a pipe, which ``serve`` (the server's side) writes once it
+listens. Every exchange with a running server is one
 request on its socket (``client.connect``: no link followed, peer checked).
 """
 
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.daemon import client
+from librarian.daemon.child import Runner
+from librarian.daemon.server import Server
 from librarian.daemon.wire import SOCKET_NAME, open_state_dir, socket_inode
 from librarian.errors import ConflictError, UsageError
 
@@ -181,3 +184,20 @@ def stop(root: Path) -> DaemonState:
         os.close(state)
     return DaemonState(current.library, current.socket, False, current.pid,
                        note="stopped")
+
+
+def serve(state_fd: int, idle: float, run: Runner, ready: int | None = None) -> None:
+    """Bind the library's socket, say ``ready PID`` on the ``ready`` descriptor (the
+    starting ``daemon start`` reads it), and serve until one of the ends ``server`` names."""
+    server = Server(state_fd, idle, run)
+    try:
+        server.bind()
+    except OSError as exc:
+        if ready is not None:
+            os.write(ready, f"error {exc}\n".encode())
+            os.close(ready)
+        raise
+    if ready is not None:
+        os.write(ready, b"ready %d\n" % os.getpid())
+        os.close(ready)
+    server.loop()

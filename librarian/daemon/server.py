@@ -392,20 +392,3 @@ def _signal_group(pid: int, signum: int) -> None:
         os.killpg(pid, signum)
     except OSError:
         pass  # already gone (it is reaped by the loop)
-
-
-def serve(state_fd: int, idle: float, run: Runner, ready: int | None = None) -> None:
-    """Bind the library's socket, say ``ready PID`` on the ``ready`` descriptor (the
-    starting ``daemon start`` reads it), and serve until one of the ends above."""
-    server = Server(state_fd, idle, run)
-    try:
-        server.bind()
-    except OSError as exc:
-        if ready is not None:
-            os.write(ready, f"error {exc}\n".encode())
-            os.close(ready)
-        raise
-    if ready is not None:
-        os.write(ready, b"ready %d\n" % os.getpid())
-        os.close(ready)
-    server.loop()

@@ -26,7 +26,6 @@ from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
 from librarian.store.objectstore import (
     BlobMemo,
-    LibraryObjectStore,
     held,
     open_repository,
     write_objects,
@@ -97,12 +96,6 @@ class GitStore:
 
     def close(self) -> None:
         self._repo.close()
-
-    def prefer_newest_packs(self) -> None:
-        """After a fetch added a pack: it is searched first (store/objectstore.py)."""
-        store = self._repo.object_store
-        if isinstance(store, LibraryObjectStore):
-            store.prefer_newest_packs()
 
     # -- refs -----------------------------------------------------------------------
     def branch(self) -> bytes:

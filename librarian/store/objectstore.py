@@ -97,6 +97,12 @@ class LibraryObjectStore(DiskObjectStore):
             cache.update((name, packs[name]) for name in ordered)
 
 
+def pack_added(store: object) -> None:
+    """After a fetch added a pack to ``store``: it is searched first."""
+    if isinstance(store, LibraryObjectStore):
+        store.prefer_newest_packs()
+
+
 def open_repository(root: str) -> Repo:
     """``Repo(root)`` whose object store looks objects up in git's order."""
     repo = Repo(root)

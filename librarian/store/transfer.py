@@ -41,7 +41,7 @@ from . import fsck
 from .fsck import Finding, Judge
 from .gitstore import GitStore, ObjectId
 from .localfetch import copy_local
-from .objectstore import BLOB_MEMO_BYTES
+from .objectstore import BLOB_MEMO_BYTES, pack_added
 from .quarantine import Quarantine
 
 DetermineWants = Callable[..., list[ObjectID]]
@@ -139,7 +139,7 @@ def _receive(
     finally:
         pack.close()
     quarantine.admit()
-    store.prefer_newest_packs()
+    pack_added(store.dulwich_repo.object_store)
     return refs, shallow, True
 
 
@@ -177,7 +177,7 @@ def _receive_local(
     finally:
         written.pack.close()
     quarantine.admit()
-    store.prefer_newest_packs()
+    pack_added(store.dulwich_repo.object_store)
     for sha, data in written.blobs.items():  # admitted: planning reads them next
         store.blobs.keep(sha, fsck.BLOB, data)
     return found.refs, found.shallow, True

@@ -213,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         _fail("interrupted", 130, None, as_json)
     except BrokenPipeError:
         return 0
+    except SystemExit:
+        # No command exits from inside click: this is click swallowing a write to a pipe
+        # its reader closed (it wraps the streams so nothing more is written, then exits
+        # 1). The reader went away; that is not a failure, as just above.
+        if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            return 0
+        raise
     except OSError as exc:
         if exc.errno not in _DISK_FULL:
             _bug(exc, as_json)

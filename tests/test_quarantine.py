@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
-from helpers import assert_one_error_line, git, git_text, library_state, run_main, skill_md
+from helpers import (
+    CliResult,
+    assert_one_error_line,
+    git,
+    git_text,
+    library_state,
+    run_main,
+    skill_md,
+)
 from sources_helpers import Upstream, git_daemon
 
 from librarian.core.model import SOURCES_DIR
@@ -36,6 +44,20 @@ def _raw_tree(repo: Repo, entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
     return tree.id
 
 
+def _commit_on_main(repo: Repo, tree: bytes, message: bytes) -> str:
+    """A commit of ``tree`` on top of main, main moved to it; its id."""
+    commit = Commit()
+    commit.tree = tree
+    commit.parents = [repo.refs[b"refs/heads/main"]]
+    commit.author = commit.committer = b"Upstream <up@example.org>"
+    commit.author_time = commit.commit_time = int(time.time())
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.message = message
+    repo.object_store.add_object(commit)
+    repo.refs[b"refs/heads/main"] = commit.id
+    return commit.id.decode()
+
+
 def plant(up: Upstream, where: str, name: bytes, *, directory: bool = True) -> str:
     """Commit on ``up``'s main a tip whose tree holds ``name`` (a directory holding ``x``,
     or a file) in the folder ``where`` ("" for the top level), beside a valid skill
@@ -52,16 +74,7 @@ def plant(up: Upstream, where: str, name: bytes, *, directory: bool = True) -> s
         ok = [(FILE, b"SKILL.md", skill.id)] + ([entry] if where == "skills/ok" else [])
         skills = [(DIR, b"ok", _raw_tree(repo, ok))] + ([entry] if where == "skills" else [])
         root = [(DIR, b"skills", _raw_tree(repo, skills))] + ([entry] if where == "" else [])
-        commit = Commit()
-        commit.tree = _raw_tree(repo, root)
-        commit.parents = [repo.refs[b"refs/heads/main"]]
-        commit.author = commit.committer = b"Upstream <up@example.org>"
-        commit.author_time = commit.commit_time = int(time.time())
-        commit.author_timezone = commit.commit_timezone = 0
-        commit.message = b"hostile\n"
-        repo.object_store.add_object(commit)
-        repo.refs[b"refs/heads/main"] = commit.id
-    return commit.id.decode()
+        return _commit_on_main(repo, _raw_tree(repo, root), b"hostile\n")
 
 
 def _objects(library: Path) -> list[str]:
@@ -71,6 +84,20 @@ def _objects(library: Path) -> list[str]:
 
 def _refs(library: Path) -> str:
     return git_text(library, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def _everything(library: Path) -> tuple[object, str, list[str]]:
+    """What a refused fetch must leave as it was: work tree and state, refs, objects."""
+    return library_state(library), _refs(library), _objects(library)
+
+
+def _refused(result: CliResult, library: Path, before: object) -> str:
+    """Exit 2, nothing changed, git still content: the one error line."""
+    assert result.code == 2, (result.err, result.out)
+    line = assert_one_error_line(result.err)
+    assert _everything(library) == before
+    _fsck(library)
+    return line
 
 
 def _fsck(library: Path) -> None:
@@ -116,30 +143,24 @@ def test_a_pack_git_refuses_is_refused_whole_and_leaves_nothing(
         where: str, name: bytes, shown: str, check: str, team: Upstream, library: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     plant(team, where, name)
-    before = (library_state(library), _refs(library), _objects(library))
+    before = _everything(library)
 
     result = run_main(capsys, "--library", str(library), "update")
 
-    assert result.code == 2, (result.err, result.out)
-    line = assert_one_error_line(result.err)
+    line = _refused(result, library, before)
     assert (f"source team: upstream holds {shown}, a path git refuses (fsck {check})"
             if check != "gitmodulesBlob" else f"source team: upstream holds {shown}, ") in line
     assert f"(fsck {check}); nothing was fetched" in line
-    assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
 
 
 def test_dry_run_and_outdated_refuse_the_same_way(
         team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plant(team, "skills/ok", b"git~1")
-    before = (library_state(library), _refs(library), _objects(library))
+    before = _everything(library)
     for args in (["update", "--dry-run"], ["outdated"]):
         result = run_main(capsys, "--library", str(library), *args)
-        assert result.code == 2, (args, result.err)
-        assert "source team: upstream holds skills/ok/git~1" in assert_one_error_line(
-            result.err)
-        assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
+        assert "source team: upstream holds skills/ok/git~1" in _refused(
+            result, library, before), args
 
 
 def test_clean_then_hostile_then_clean_updates_on_the_third_fetch(
@@ -176,12 +197,9 @@ def test_first_fetch_of_a_hostile_source_keeps_nothing(
     up.skill("skills/ok").commit("first")
     plant(up, "skills/ok", b"GIT~1")
     add_source(Library(library), "team", up.url)
-    before = (library_state(library), _refs(library), _objects(library))
+    before = _everything(library)
     result = run_main(capsys, "--library", str(library), "update")
-    assert result.code == 2
-    assert "source team: upstream holds skills/ok/GIT~1" in result.err
-    assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
+    assert "source team: upstream holds skills/ok/GIT~1" in _refused(result, library, before)
 
 
 def test_a_thin_pack_from_a_git_server_is_judged_too(
@@ -199,13 +217,9 @@ def test_a_thin_pack_from_a_git_server_is_judged_too(
         hostile = Upstream.__new__(Upstream)
         hostile.path = served / "up.git"
         plant(hostile, "skills/ok", b"git~1")
-        before = (library_state(library), _refs(library), _objects(library))
+        before = _everything(library)
         result = run_main(capsys, "--library", str(library), "update", "served")
-    assert result.code == 2, result.err
-    assert "source served: upstream holds skills/ok/git~1" in assert_one_error_line(
-        result.err)
-    assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
+    assert "source served: upstream holds skills/ok/git~1" in _refused(result, library, before)
 
 
 def test_recovery_sweeps_a_quarantine_a_kill_left(
@@ -263,12 +277,9 @@ def test_a_local_object_that_does_not_hash_to_its_name_is_refused(
         skill = repo[tree[b"skills"][1]][b"three"][1]
         blob = repo[skill][b"SKILL.md"][1].decode()
     _replace_loose(team, blob, b"blob", b"other content\n")
-    before = (library_state(library), _refs(library), _objects(library))
+    before = _everything(library)
     result = run_main(capsys, "--library", str(library), "update")
-    assert result.code == 2, result.err
-    assert f"object {blob} does not hash to its name" in assert_one_error_line(result.err)
-    assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
+    assert f"object {blob} does not hash to its name" in _refused(result, library, before)
 
 
 def test_a_local_tree_entry_naming_an_object_of_another_type_is_refused(
@@ -282,21 +293,11 @@ def test_a_local_tree_entry_naming_an_object_of_another_type_is_refused(
         for obj in (blob, inner, tree):
             repo.object_store.add_object(obj)
         ok = [(DIR, b"ok", tree.id)]
-        commit = Commit()
-        commit.tree = _raw_tree(repo, [(DIR, b"skills", _raw_tree(repo, ok))])
-        commit.parents = [repo.refs[b"refs/heads/main"]]
-        commit.author = commit.committer = b"Upstream <up@example.org>"
-        commit.author_time = commit.commit_time = int(time.time())
-        commit.author_timezone = commit.commit_timezone = 0
-        commit.message = b"a tree named as a file\n"
-        repo.object_store.add_object(commit)
-        repo.refs[b"refs/heads/main"] = commit.id
-    before = (library_state(library), _refs(library), _objects(library))
+        _commit_on_main(repo, _raw_tree(repo, [(DIR, b"skills", _raw_tree(repo, ok))]),
+                        b"a tree named as a file\n")
+    before = _everything(library)
     result = run_main(capsys, "--library", str(library), "update")
-    assert result.code == 2, result.err
-    assert "is a tree where its tree names a blob" in assert_one_error_line(result.err)
-    assert (library_state(library), _refs(library), _objects(library)) == before
-    _fsck(library)
+    assert "is a tree where its tree names a blob" in _refused(result, library, before)
 
 
 def test_a_local_first_install_is_one_pack_git_accepts_and_clones(

@@ -496,10 +496,24 @@ def _without_clashes(paths: list[str]) -> list[str]:
     return kept
 
 
+@pytest.mark.parametrize("lookups", [0, 10**9], ids=["binary-search", "names-read"])
 @settings(max_examples=150, deadline=None)
 @given(old=st.lists(PATHS, max_size=25), remove=st.lists(PATHS, max_size=3),
        add=st.lists(PATHS, max_size=6))  # fmt: skip
 def test_splice_agrees_with_a_model_and_dulwich_reader(
+    tmp_path_factory: pytest.TempPathFactory, old: list[str], remove: list[str], add: list[str],
+    lookups: int,
+) -> None:
+    """Both ways of finding names in the old index (searched in the file, or read whole
+    first, as a plan of many adds does) give the model's index."""
+    from librarian.store import gitindex
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gitindex, "LOAD_NAMES_PER_ADD", lookups)
+        _splice_against_the_model(tmp_path_factory, old, remove, add)
+
+
+def _splice_against_the_model(
     tmp_path_factory: pytest.TempPathFactory, old: list[str], remove: list[str], add: list[str]
 ) -> None:
     index = tmp_path_factory.mktemp("model") / "index"
@@ -585,7 +599,12 @@ def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("small_windows")
-def test_splice_across_windows_matches_git(work: Work) -> None:
+@pytest.mark.parametrize("lookups", [0, 10**9], ids=["binary-search", "names-read"])
+def test_splice_across_windows_matches_git(
+        work: Work, monkeypatch: pytest.MonkeyPatch, lookups: int) -> None:
+    from librarian.store import gitindex
+
+    monkeypatch.setattr(gitindex, "LOAD_NAMES_PER_ADD", lookups)
     for number in range(400):  # ~40 KB of entries: a dozen windows
         work.write(f"items/n{number:03d}/{'x' * (number % 37)}.md", b"%d\n" % number)
     work.write("/".join(["d" * 200] * 20 + ["f" * 75]), b"long\n")  # 0xFFF in the flags

@@ -28,7 +28,10 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-_deferred: ContextVar[list[Path] | None] = ContextVar("librarian_fsync_deferred", default=None)
+#: A path as the fsyncs take it: a string where thousands are written (no Path object each).
+AnyPath = str | Path
+_deferred: ContextVar[list[AnyPath] | None] = ContextVar("librarian_fsync_deferred",
+                                                         default=None)
 # At most this many deferred paths are fsynced each at the end of a block: a whole
 # file-system sync also waits for every other process's dirty data, which on a busy
 # machine can cost more than a few dozen fsyncs issued together.
@@ -44,7 +47,7 @@ def one_sync(anchor: Path) -> Iterator[None]:
     if _deferred.get() is not None:  # nested: the outer block syncs
         yield
         return
-    paths: list[Path] = []
+    paths: list[AnyPath] = []
     token = _deferred.set(paths)
     try:
         yield
@@ -57,13 +60,13 @@ def one_sync(anchor: Path) -> Iterator[None]:
         sync_filesystem(anchor)
 
 
-def _fsync_each(paths: list[Path]) -> bool:
+def _fsync_each(paths: list[AnyPath]) -> bool:
     """fsync each path (files and directories), from up to ``_FSYNC_THREADS`` threads;
     False if one has gone (then only a sync of the whole file system is sure to cover what
     was written there). Any other error is raised once every thread has stopped."""
     pending = iter(paths)
     take = threading.Lock()
-    gone: list[Path] = []
+    gone: list[AnyPath] = []
     failed: list[Exception] = []  # whatever a thread raised, raised again here
 
     def work() -> None:
@@ -138,7 +141,7 @@ def _syncfs() -> Callable[[int], int] | None:
     return _SYNCFS[0]
 
 
-def _defer(path: Path) -> bool:
+def _defer(path: AnyPath) -> bool:
     """Inside ``one_sync``: remember ``path`` for the end of the block and say so."""
     paths = _deferred.get()
     if paths is None:
@@ -147,7 +150,7 @@ def _defer(path: Path) -> bool:
     return True
 
 
-def fsync_fd(fd: int, path: Path) -> None:
+def fsync_fd(fd: int, path: AnyPath) -> None:
     """fsync one open file (``path``), or leave it to the enclosing ``one_sync``."""
     if not _defer(path):
         os.fsync(fd)
@@ -164,7 +167,7 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: AnyPath) -> None:
     """Make a directory's entries (renames, creations) durable."""
     if _defer(path):
         return
@@ -175,7 +178,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_file_durably(path: Path, data: bytes, *, executable: bool = False) -> os.stat_result:
+def write_file_durably(path: AnyPath, data: bytes, *,
+                       executable: bool = False) -> os.stat_result:
     """Write ``data`` to a *new* path (no replace semantics needed), fsynced; its stat once
     written (what an lstat gives until the file is changed: a rename of a directory above
     it changes nothing of it)."""

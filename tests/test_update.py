@@ -383,9 +383,12 @@ def test_staged_content_is_verified_against_the_plan(
     library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from librarian.core.model import ItemFile
+    from librarian.store import objectstore
     from librarian.store.gitstore import GitStore
 
     add(capsys, library, "team", upstream.url)
+    # No room to keep the files the plan checked: staging reads the store again.
+    monkeypatch.setattr(objectstore, "BLOB_MEMO_BYTES", 0)
     original = GitStore.read_files
 
     def corrupted(self: GitStore, tree: bytes) -> tuple[ItemFile, ...]:
@@ -647,3 +650,24 @@ def test_the_work_trees_looked_at_are_judged_alike_with_or_without_the_stat_cach
     assert items == {"team:pdf": ("conflict", True, True),
                      "team:docx": ("update", False, False),
                      "team:review": ("keep", False, False)}
+
+
+def test_an_install_stages_the_bytes_it_validated(
+    library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files planning read, validated and hashed are the ones written: the store is
+    not read again for them (then damage after the plan cannot reach the work tree)."""
+    from librarian.core.model import ItemFile
+    from librarian.store.gitstore import GitStore
+
+    add(capsys, library, "team", upstream.url)
+
+    def unread(self: GitStore, tree: bytes) -> tuple[ItemFile, ...]:
+        raise AssertionError("an item's files were read again to stage them")
+
+    monkeypatch.setattr(GitStore, "read_files", unread)
+    result = cli(capsys, library, "update", "--json")
+    assert result.code == 0, result.err
+    items = result.json["plans"][0]["items"]
+    assert items and {i["action"] for i in items} == {"add"}
+    assert_git_consistent(library)

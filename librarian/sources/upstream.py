@@ -233,10 +233,12 @@ def judge_item(
             if left_out:
                 return UpstreamItem(path, store.files_tree(content.files), content.digest,
                                     content.warnings)
-            if git_ids(content.files)[0] != tree:
+            canonical, blobs = git_ids(content.files)
+            if canonical != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
+                store.checked.keep(tree, content.files, blobs)  # staged from these bytes
                 return UpstreamItem(path, tree, content.digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))
 

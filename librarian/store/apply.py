@@ -179,8 +179,13 @@ def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
     the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
     planner computed the digest from the bytes of this same tree id (and checked both).
     The index entries of the files written (at ``path``), with their stats."""
-    files = store.read_files(tree)
-    staged, blobs = git_ids(files) if files else (b"", [])
+    checked = store.checked.pop(tree, None)  # the plan's own bytes, hashed to ``tree``
+    if checked is not None:
+        files, blobs = checked
+        staged = tree
+    else:
+        files = store.read_files(tree)
+        staged, blobs = git_ids(files) if files else (b"", [])
     if staged != tree:
         raise TrustError(
             f"{path}: the staged content does not match the planned digest "

@@ -26,6 +26,7 @@ from librarian.core.model import ItemFile
 from librarian.errors import ConflictError, UsageError
 from librarian.store.objectstore import (
     BlobMemo,
+    CheckedTrees,
     held,
     open_repository,
     write_objects,
@@ -69,6 +70,7 @@ class GitStore:
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
         self.blobs = BlobMemo()  # an install validates each item, then stages it
+        self.checked = CheckedTrees()  # and the files of the items it validated
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:

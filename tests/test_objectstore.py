@@ -126,3 +126,30 @@ def test_a_pack_landed_meanwhile_answers_membership(tmp_path: Path) -> None:
         assert store.head() is not None
         late = _late_commit_repacked(repo)
         assert ObjectID(late) in object_store
+
+
+@requires_git
+def test_held_answers_loose_objects_as_git_does(tmp_path: Path) -> None:
+    """``held`` lists a fan-out directory once; what this store writes is seen at once, a
+    link named like an object is not an object, and an object another process writes
+    after the listing is still found by ``in`` (only ``held`` may miss it)."""
+    from dulwich.objects import Blob
+
+    repo = _repo_with_packs_and_loose(tmp_path)
+    objects = _every_object(repo)
+    loose = [sha for sha in objects if (repo / ".git" / "objects" / sha[:2] / sha[2:]).exists()]
+    assert loose
+    with GitStore(repo) as store:
+        object_store = store.dulwich_repo.object_store
+        assert all(held(object_store, ObjectID(s.encode())) for s in objects)
+        missing = Blob.from_string(b"not yet\n")
+        assert not held(object_store, missing.id)  # its fan-out directory is listed now
+        object_store.add_object(missing)
+        assert held(object_store, missing.id)  # this store wrote it: listed again
+        later = git(repo, "hash-object", "-w", "--stdin", input=b"another process\n")
+        late = ObjectID(later.stdout.strip())
+        assert late in object_store
+        fanout = repo / ".git" / "objects" / "ab"
+        fanout.mkdir(exist_ok=True)
+        (fanout / ("c" * 38)).symlink_to(repo / ".git" / "objects" / loose[0][:2] / loose[0][2:])
+        assert not held(object_store, ObjectID(b"ab" + b"c" * 38))

@@ -73,6 +73,29 @@ class LibraryObjectStore(DiskObjectStore):
             return found
         return super().get_raw(name)
 
+    def loose_file(self, sha: ObjectID) -> bool:
+        """Whether a loose file (not a link) is named ``sha``, from one listing of its
+        fan-out directory, made on the first question about it: a store this command
+        has not written loose objects to since (``write_objects`` forgets the directories
+        it writes to). A file another process writes meanwhile is not seen; ``held``
+        allows that (a duplicate), ``__contains__`` then asks dulwich."""
+        # A dict of this instance's own: the class is swapped onto dulwich's instance.
+        fanouts = self.__dict__.setdefault("_fanouts", {})
+        text = sha.decode("ascii", "replace")
+        names = fanouts.get(text[:2])
+        if names is None:
+            try:
+                with os.scandir(f"{self.path}/{text[:2]}") as entries:
+                    names = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
+            except (FileNotFoundError, NotADirectoryError):
+                names = frozenset()
+            fanouts[text[:2]] = names
+        return text[2:] in names
+
+    def add_object(self, obj: ShaFile) -> None:
+        super().add_object(obj)
+        self.__dict__.get("_fanouts", {}).pop(obj.id.decode()[:2], None)  # listed again
+
     def __contains__(self, sha: ObjectID) -> bool:
         # Held (loose, or in a pack already open) answers at once; only a miss lists the
         # pack directory again, so a pack another process landed meanwhile is seen (a
@@ -137,6 +160,8 @@ def held(store: DiskObjectStore, sha: ObjectID) -> bool:
 
 
 def _loose_file(store: DiskObjectStore, sha: ObjectID) -> bool:
+    if isinstance(store, LibraryObjectStore):
+        return store.loose_file(sha)
     try:
         return stat.S_ISREG(os.lstat(store._get_shafile_path(sha)).st_mode)
     except (OSError, ValueError):  # absent, or not a hex id

@@ -10,7 +10,6 @@ from __future__ import annotations
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -32,29 +31,13 @@ from librarian.store.objectstore import (
     write_objects,
 )
 from librarian.store.revparse import split_revision
+from librarian.store.values import CommitInfo, ObjectId, TreeEntry
 
-ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
+__all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
 
 DEFAULT_BRANCH = b"refs/heads/main"
 FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
 _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
-
-
-@dataclass(frozen=True, slots=True)  # one per tree entry read: 10,000 in a large tree
-class TreeEntry:
-    mode: int
-    sha: ObjectId
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    id: ObjectId
-    tree: ObjectId
-    parents: tuple[ObjectId, ...]
-    message: str
-    author: str
-    time: int
-    tz_offset: int
 
 
 class GitStore:
@@ -69,6 +52,7 @@ class GitStore:
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
+        self._raw_trees: Mapping[bytes, bytes] = {}  # trees a local fetch just read
         self.blobs = BlobMemo()  # an install validates each item, then stages it
         self.checked = CheckedTrees()  # and the files of the items it validated
 
@@ -238,6 +222,12 @@ class GitStore:
 
     def forget_trees(self) -> None:  # the parsed trees, megabytes at 10,000 entries
         self._trees.clear()
+        self._raw_trees = {}
+
+    def known_trees(self, raw: Mapping[bytes, bytes]) -> None:
+        """Trees by hex id, their content verified against their ids: read from here,
+        not the pack, until ``forget_trees`` (planning an install reads every one)."""
+        self._raw_trees = raw
 
     def read_blob(self, sha: ObjectId) -> bytes:
         if (data := self.blobs.get(sha)) is not None:
@@ -287,7 +277,9 @@ class GitStore:
         cached = self._trees.get(sha)
         if cached is not None:
             return cached
-        obj = self._repo[ObjectID(sha)]
+        raw = self._raw_trees.get(sha)
+        obj = self._repo[ObjectID(sha)] if raw is None else \
+            Tree.from_raw_string(Tree.type_num, raw, ObjectID(sha))
         if isinstance(obj, Tree):
             # A 10,000-entry tree costs ~8 ms to parse; one command looks into it often.
             self._trees[sha] = obj

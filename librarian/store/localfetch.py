@@ -57,6 +57,7 @@ class LocalPack:
     ids: set[bytes]
     judge: Judge
     blobs: dict[bytes, bytes]  # hex id -> content of the first blobs copied (``keep``)
+    trees: dict[bytes, bytes]  # and of the first trees, within the same ``keep`` bytes
 
 
 @dataclass(frozen=True)
@@ -100,21 +101,23 @@ def copy_local(
             known |= unchanged(_commit(objects, tip).tree, objects)
         judge = Judge()
         blobs: dict[bytes, bytes] = {}
-        walk = _kept(_walk(objects, roots, _Seen(known, target), judge), blobs, keep)
+        trees: dict[bytes, bytes] = {}
+        walk = _kept(_walk(objects, roots, _Seen(known, target), judge), blobs, trees, keep)
         written = _write_pack(pack_dir, walk, source.object_format, progress)
         shallow = {bytes(t) for t in tips if _commit(objects, t).parents}
     if written is None:
         return LocalFetch(refs, shallow, known, None)
     pack, ids = written
-    return LocalFetch(refs, shallow, known, LocalPack(pack, ids, judge, blobs))
+    return LocalFetch(refs, shallow, known, LocalPack(pack, ids, judge, blobs, trees))
 
 
 def _kept(objects: Iterator[tuple[int, bytes, bytes]], blobs: dict[bytes, bytes],
-          room: int) -> Iterator[tuple[int, bytes, bytes]]:
-    """``objects`` passed on, the content of blobs kept in ``blobs`` up to ``room`` bytes."""
+          trees: dict[bytes, bytes], room: int) -> Iterator[tuple[int, bytes, bytes]]:
+    """``objects`` passed on, the content of blobs and trees kept in ``blobs`` and
+    ``trees`` up to ``room`` bytes in all (planning reads every new item's next)."""
     for kind, sha, raw in objects:
-        if kind == BLOB and len(raw) <= room:
-            blobs[sha] = raw
+        if kind in (BLOB, TREE) and len(raw) <= room:
+            (blobs if kind == BLOB else trees)[sha] = raw
             room -= len(raw)
         yield kind, sha, raw
 

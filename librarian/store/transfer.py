@@ -180,6 +180,7 @@ def _receive_local(
     pack_added(store.dulwich_repo.object_store)
     for sha, data in written.blobs.items():  # admitted: planning reads them next
         store.blobs.keep(sha, fsck.BLOB, data)
+    store.known_trees(written.trees)  # each checked against its id as it was copied
     return found.refs, found.shallow, True
 
 

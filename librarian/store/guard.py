@@ -77,11 +77,29 @@ def refuse_linked_paths(root: Path, paths: Iterable[str]) -> None:
     paths a change is about to write), must be real: no link on the way out."""
     for name in WRITTEN_TOP:
         _refuse_link(root / name, name)
+    # Each ancestor once (an install names 10,000 paths under one collection directory),
+    # and nothing below an entry that is not there: it cannot hold a link.
+    present: dict[str, bool] = {}
     for path in paths:
         parts = path.split("/")
         for depth in range(1, len(parts) + 1):
             partial = "/".join(parts[:depth])
-            _refuse_link(root.joinpath(*parts[:depth]), partial)
+            there = present.get(partial)
+            if there is None:
+                there = present[partial] = _real_entry(root / partial, partial)
+            if not there:
+                break
+
+
+def _real_entry(path: Path, shown: str) -> bool:
+    """Whether ``path`` exists; a UsageError if it is a symbolic link."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        _refuse_link(path, shown)
+    return True
 
 
 def refuse_unfinished_git(git_dir: Path, has_head: bool, conflicted: Iterable[str],

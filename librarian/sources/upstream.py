@@ -25,6 +25,7 @@ from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
 from librarian.errors import UsageError, ValidationError
 from librarian.formats.config import SourceConfig
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
+from librarian.store.library import remember_kind
 
 MAX_DEPTH = 32
 _MANIFESTS = tuple(MANIFEST_FILES.values())
@@ -231,14 +232,16 @@ def judge_item(
             problems.extend(exc.problems or (exc.message,))
         else:
             if left_out:
-                return UpstreamItem(path, store.files_tree(content.files), content.digest,
-                                    content.warnings)
+                admitted = store.files_tree(content.files)
+                remember_kind(store, admitted, content.kind)
+                return UpstreamItem(path, admitted, content.digest, content.warnings)
             canonical, blobs = git_ids(content.files)
             if canonical != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
                 store.checked.keep(tree, content.files, blobs)  # staged from these bytes
+                remember_kind(store, tree, content.kind)
                 return UpstreamItem(path, tree, content.digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))
 

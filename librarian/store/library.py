@@ -146,6 +146,12 @@ def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
     return kind
 
 
+def remember_kind(store: GitStore, tree: ObjectId, kind: ItemKind) -> None:
+    """What validation found the item of ``tree`` to be: listings then need not read it
+    (an install's commit lists all its items right away, for the plugin manifests)."""
+    ShortMemo.of(store, "kinds").put(tree.decode(), kind)
+
+
 def committed_items(store: GitStore, root_tree: ObjectId | None) -> Iterator[Item]:
     """Retained items, drafts and managed items of ``root_tree``, in path order.
 

@@ -242,25 +242,30 @@ def swap_in(
     steps = done if done is not None else []
     work = work or {}
     known: dict[int, list[IndexEntry]] = {}
+    parents: set[Path] = set()  # directories made or found here (an install: one for all)
+    lexists = os.path.lexists  # a link counts as there: it is moved, never followed
     for number, path in enumerate(counted("install", paths)):
         target, slot = library.path_of(path), stage / str(number)
         desired = store.lookup(new_tree, path)
         if desired is not None and number in work:
             desired = TreeEntry(MODE_TREE, work[number])  # rebuilt as merged, never bare
-        if slot.exists() or slot.is_symlink() or desired is None:
-            if target.exists() or target.is_symlink():
+        if desired is None or lexists(slot):
+            if lexists(target):
                 trash.mkdir(parents=True, exist_ok=True)
                 target.rename(trash / str(number))
                 steps.append(("moved", number))
             if desired is not None:
-                _make_parents(target.parent)
+                if target.parent not in parents:
+                    _make_parents(target.parent)
+                    parents.add(target.parent)
                 slot.rename(target)
                 steps.append(("placed", number))
                 if staged is not None and number in staged and number not in work:
                     known[number] = staged[number]
-            if target.parent.is_dir():  # removing a path whose parent is gone already
+            # A path removed where its parent is gone already: nothing to sync there.
+            if target.parent in parents or target.parent.is_dir():
                 fsync_dir(target.parent)
-        elif not (target.exists()):
+        elif not lexists(target):
             # Roll-forward after the stage was lost: rebuild from the object store.
             _materialize(store, desired, target)
     _update_index(library, store, tx, paths, new_tree, work, held, known)

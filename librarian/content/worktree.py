@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from librarian.core.digest import TreeLeaf, blob_id, format_digest, tree_id
+from librarian.core.digest import TreeLeaf, blob_id, format_digest, tree_id, tree_ids
 from librarian.core.fsutil import fsync_dir, write_file_durably
 from librarian.core.model import ItemFile
 
@@ -67,11 +67,15 @@ class ItemHash:
 
 
 def hash_files(files: tuple[ItemFile, ...]) -> ItemHash:
-    sha1_leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha1")) for f in files]
-    sha256_leaves = [TreeLeaf(f.path, f.executable, blob_id(f.data, "sha256")) for f in files]
-    return ItemHash(
-        tree_id(sha1_leaves, "sha1").hex().encode(), format_digest(tree_id(sha256_leaves))
-    )
+    tree_sha1, _, digest = item_ids(files)
+    return ItemHash(tree_sha1, digest)
+
+
+def item_ids(files: Sequence[ItemFile]) -> tuple[bytes, list[bytes], str]:
+    """git's tree id (hex) of ``files``, each file's raw blob id, and the digest
+    (``sha256:…``): the paths nested once for both trees."""
+    sha1, blobs, sha256 = tree_ids([(f.path, f.executable, f.data) for f in files])
+    return sha1.hex().encode(), blobs, format_digest(sha256)
 
 
 def git_ids(files: tuple[ItemFile, ...]) -> tuple[bytes, list[bytes]]:

@@ -8,9 +8,8 @@ ids without reading file contents twice.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, NamedTuple
 
 HashName = Literal["sha1", "sha256"]
 
@@ -19,16 +18,18 @@ MODE_EXECUTABLE = 0o100755
 MODE_TREE = 0o040000
 
 
+#: hashlib's named constructors: ``hashlib.new(name)`` looks the name up on every call.
+_HASHES = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
+
+
 def blob_id(data: bytes, algorithm: HashName = "sha256") -> bytes:
     """Raw id of a git blob holding ``data``."""
-    hasher = hashlib.new(algorithm)
-    hasher.update(b"blob %d\x00" % len(data))
+    hasher = _HASHES[algorithm](b"blob %d\x00" % len(data))
     hasher.update(data)
     return hasher.digest()
 
 
-@dataclass(frozen=True)
-class TreeLeaf:
+class TreeLeaf(NamedTuple):
     """One file of an item: posix path relative to the item, mode, raw blob id."""
 
     path: str
@@ -65,22 +66,33 @@ def nest(leaves: Iterable[tuple[str, object]]) -> dict[str, object]:
 
 def tree_id(leaves: Iterable[TreeLeaf], algorithm: HashName = "sha256") -> bytes:
     """Raw id of the git tree holding ``leaves`` (blob ids must use ``algorithm``)."""
-    return _hash_tree(nest((leaf.path, leaf) for leaf in leaves), algorithm)
+    return _hash_tree(nest((leaf.path, (leaf.executable, leaf.blob)) for leaf in leaves),
+                      algorithm, 1)
 
 
-def _hash_tree(node: Mapping[str, object], algorithm: HashName) -> bytes:
+def tree_ids(files: Sequence[tuple[str, bool, bytes]]) -> tuple[bytes, list[bytes], bytes]:
+    """For files given as (path, executable, data): git's SHA-1 tree id, each file's SHA-1
+    blob id, and the SHA-256 tree id (the digest), from one nesting of the paths."""
+    sha1_blobs = [blob_id(data, "sha1") for _, _, data in files]
+    nested = nest((path, (executable, sha1, blob_id(data)))
+                  for (path, executable, data), sha1 in zip(files, sha1_blobs, strict=True))
+    return _hash_tree(nested, "sha1", 1), sha1_blobs, _hash_tree(nested, "sha256", 2)
+
+
+def _hash_tree(node: Mapping[str, object], algorithm: HashName, pick: int) -> bytes:
+    """The tree id of ``node``, whose leaves are tuples (executable, blob id, ...): the
+    blob id at ``pick`` is the one of ``algorithm``."""
     entries: list[tuple[bytes, int, bytes]] = []
     for name, child in node.items():
-        if isinstance(child, TreeLeaf):
-            mode = MODE_EXECUTABLE if child.executable else MODE_FILE
-            entries.append((name.encode("utf-8"), mode, child.blob))
+        if isinstance(child, tuple):
+            mode = MODE_EXECUTABLE if child[0] else MODE_FILE
+            entries.append((name.encode("utf-8"), mode, child[pick]))
         else:
             assert isinstance(child, dict)
-            entries.append((name.encode("utf-8"), MODE_TREE, _hash_tree(child, algorithm)))
+            entries.append((name.encode("utf-8"), MODE_TREE, _hash_tree(child, algorithm, pick)))
     entries.sort(key=_tree_sort_key)
     body = b"".join(b"%o %s\x00%s" % (mode, name, oid) for name, mode, oid in entries)
-    hasher = hashlib.new(algorithm)
-    hasher.update(b"tree %d\x00" % len(body))
+    hasher = _HASHES[algorithm](b"tree %d\x00" % len(body))
     hasher.update(body)
     return hasher.digest()
 

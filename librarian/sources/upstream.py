@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
 from librarian.content.validate import validate_item
-from librarian.content.worktree import git_ids
+from librarian.content.worktree import item_ids
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, ItemFile, Policy
@@ -231,18 +231,18 @@ def judge_item(
         except ValidationError as exc:
             problems.extend(exc.problems or (exc.message,))
         else:
+            canonical, blobs, digest = item_ids(content.files)
             if left_out:
                 admitted = store.files_tree(content.files)
                 remember_kind(store, admitted, content.kind)
-                return UpstreamItem(path, admitted, content.digest, content.warnings)
-            canonical, blobs = git_ids(content.files)
+                return UpstreamItem(path, admitted, digest, content.warnings)
             if canonical != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
                 store.checked.keep(tree, content.files, blobs)  # staged from these bytes
                 remember_kind(store, tree, content.kind)
-                return UpstreamItem(path, tree, content.digest, content.warnings)
+                return UpstreamItem(path, tree, digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))
 
 

@@ -226,6 +226,8 @@ def _path_problem(path: str) -> str | None:
 def fold_key(name: str) -> str:
     """One key for names that macOS or Windows may store as one: canonical caseless
     matching (NFD, case fold, NFD) after dropping HFS+ ignorable code points."""
+    if name.isascii():  # no ignorable code point, NFD changes nothing, casefold is lower
+        return name.lower()
     stripped = _hfs_chars(name)
     return unicodedata.normalize("NFD", unicodedata.normalize("NFD", stripped).casefold())
 

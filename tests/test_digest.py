@@ -30,6 +30,7 @@ from librarian.core.digest import (
     content_digest,
     format_digest,
     tree_id,
+    tree_ids,
 )
 from librarian.core.model import Policy
 from librarian.ops.status import library_status
@@ -109,6 +110,18 @@ def test_tree_id_equals_git_sha256_tree(files: dict[str, tuple[bool, bytes]]) ->
 @given(file_sets)
 def test_sha1_variant_equals_dulwich_tree_id(files: dict[str, tuple[bool, bytes]]) -> None:
     assert tree_id(_leaves(files, "sha1"), "sha1").hex() == _dulwich_tree(files)
+
+
+@settings(max_examples=150, deadline=None)
+@given(file_sets)
+def test_both_ids_at_once_equal_each_computed_alone(files: dict[str, tuple[bool, bytes]]) -> None:
+    """``tree_ids`` (one nesting, both trees) gives dulwich's SHA-1 tree id, git's blob ids
+    and the SHA-256 digest that ``tree_id`` computes on its own."""
+    listed = [(p, x, d) for p, (x, d) in files.items()]
+    sha1, blobs, sha256 = tree_ids(listed)
+    assert sha1.hex() == _dulwich_tree(files)
+    assert blobs == [Blob.from_string(d).sha().digest() for _, _, d in listed]
+    assert sha256 == tree_id(_leaves(files))
 
 
 @settings(max_examples=100, deadline=None)

@@ -76,7 +76,31 @@ def tree_ids(files: Sequence[tuple[str, bool, bytes]]) -> tuple[bytes, list[byte
     sha1_blobs = [blob_id(data, "sha1") for _, _, data in files]
     nested = nest((path, (executable, sha1, blob_id(data)))
                   for (path, executable, data), sha1 in zip(files, sha1_blobs, strict=True))
-    return _hash_tree(nested, "sha1", 1), sha1_blobs, _hash_tree(nested, "sha256", 2)
+    sha1_tree, sha256_tree = _hash_both(nested)
+    return sha1_tree, sha1_blobs, sha256_tree
+
+
+def _hash_both(node: Mapping[str, object]) -> tuple[bytes, bytes]:
+    """``_hash_tree`` for both algorithms at once: each directory's entries encoded and
+    sorted once (leaves are (executable, SHA-1 blob id, SHA-256 blob id))."""
+    entries: list[tuple[bytes, bytes, bytes, bytes]] = []
+    for name, child in node.items():
+        encoded = name.encode("utf-8")
+        if isinstance(child, tuple):
+            head = b"%o %s\x00" % (MODE_EXECUTABLE if child[0] else MODE_FILE, encoded)
+            entries.append((encoded, head, child[1], child[2]))
+        else:
+            assert isinstance(child, dict)
+            sha1, sha256 = _hash_both(child)
+            entries.append((encoded + b"/", b"%o %s\x00" % (MODE_TREE, encoded), sha1, sha256))
+    entries.sort()  # by git's key (a directory sorts as its name + "/"); keys are unique
+    body1 = b"".join([head + sha1 for _, head, sha1, _ in entries])
+    body256 = b"".join([head + sha256 for _, head, _, sha256 in entries])
+    first = hashlib.sha1(b"tree %d\x00" % len(body1))
+    first.update(body1)
+    second = hashlib.sha256(b"tree %d\x00" % len(body256))
+    second.update(body256)
+    return first.digest(), second.digest()
 
 
 def _hash_tree(node: Mapping[str, object], algorithm: HashName, pick: int) -> bytes:

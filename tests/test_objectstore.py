@@ -129,12 +129,18 @@ def test_a_pack_landed_meanwhile_answers_membership(tmp_path: Path) -> None:
 
 
 @requires_git
-def test_held_answers_loose_objects_as_git_does(tmp_path: Path) -> None:
-    """``held`` lists a fan-out directory once; what this store writes is seen at once, a
-    link named like an object is not an object, and an object another process writes
-    after the listing is still found by ``in`` (only ``held`` may miss it)."""
+@pytest.mark.parametrize("lstats", [0, 4, 10**6], ids=["listed", "default", "lstat"])
+def test_held_answers_loose_objects_as_git_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lstats: int) -> None:
+    """``held`` lists a fan-out directory (after a few lstats); what this store writes is
+    seen at once, a link named like an object is not an object, and an object another
+    process writes after the listing is still found by ``in`` (only ``held`` may miss
+    it)."""
     from dulwich.objects import Blob
 
+    from librarian.store import objectstore
+
+    monkeypatch.setattr(objectstore, "_LSTATS_BEFORE_LISTING", lstats)
     repo = _repo_with_packs_and_loose(tmp_path)
     objects = _every_object(repo)
     loose = [sha for sha in objects if (repo / ".git" / "objects" / sha[:2] / sha[2:]).exists()]
@@ -153,3 +159,4 @@ def test_held_answers_loose_objects_as_git_does(tmp_path: Path) -> None:
         fanout.mkdir(exist_ok=True)
         (fanout / ("c" * 38)).symlink_to(repo / ".git" / "objects" / loose[0][:2] / loose[0][2:])
         assert not held(object_store, ObjectID(b"ab" + b"c" * 38))
+        assert not object_store.loose_file(ObjectID(b"../" + b"0" * 37))  # no path built

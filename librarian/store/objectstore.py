@@ -31,6 +31,8 @@ from librarian.errors import UsageError
 
 # Above this many new objects, one pack is cheaper than many loose files.
 PACK_THRESHOLD = 256
+#: Questions about one fan-out directory answered by an lstat before it is listed.
+_LSTATS_BEFORE_LISTING = 4
 #: Bytes of blob content one store keeps once read (``BlobMemo``).
 BLOB_MEMO_BYTES = 32 * 1024 * 1024
 
@@ -74,16 +76,30 @@ class LibraryObjectStore(DiskObjectStore):
         return super().get_raw(name)
 
     def loose_file(self, sha: ObjectID) -> bool:
-        """Whether a loose file (not a link) is named ``sha``, from one listing of its
-        fan-out directory, made on the first question about it: a store this command
-        has not written loose objects to since (``write_objects`` forgets the directories
-        it writes to). A file another process writes meanwhile is not seen; ``held``
-        allows that (a duplicate), ``__contains__`` then asks dulwich."""
+        """Whether a loose file (not a link) is named ``sha``: an lstat for the first few
+        questions about its fan-out directory, then one listing of it, kept until this
+        store writes a loose object there (``add_object``). A file another process writes
+        after the listing is not seen; ``held`` allows that (a duplicate), ``__contains__``
+        then asks dulwich."""
         # A dict of this instance's own: the class is swapped onto dulwich's instance.
         fanouts = self.__dict__.setdefault("_fanouts", {})
         text = sha.decode("ascii", "replace")
+        try:
+            bytes.fromhex(text)
+        except ValueError:
+            return False  # not an object id: no path is built from it
         names = fanouts.get(text[:2])
         if names is None:
+            # The first few questions about a directory: one lstat each (an update asks
+            # about a few hundred objects spread over many directories); then a listing.
+            asked = self.__dict__.setdefault("_asked", {})
+            asked[text[:2]] = count = asked.get(text[:2], 0) + 1
+            if count <= _LSTATS_BEFORE_LISTING:
+                try:
+                    mode = os.lstat(f"{self.path}/{text[:2]}/{text[2:]}").st_mode
+                except (OSError, ValueError):
+                    return False
+                return stat.S_ISREG(mode)
             try:
                 with os.scandir(f"{self.path}/{text[:2]}") as entries:
                     names = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))

@@ -146,6 +146,12 @@ def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
     return kind
 
 
+def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
+    """The kind of the item whose tree is ``tree`` (None: not an item), from the kinds
+    memo when it knows the tree."""
+    return _kind_of(store, tree)
+
+
 def remember_kind(store: GitStore, tree: ObjectId, kind: ItemKind) -> None:
     """What validation found the item of ``tree`` to be: listings then need not read it
     (an install's commit lists all its items right away, for the plugin manifests)."""

@@ -25,7 +25,7 @@ from librarian.formats.claude_plugin import (
 )
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, library_config_of
 from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import committed_items
+from librarian.store.library import committed_items, item_kind
 from librarian.store.snapshot import committed_yaml
 from librarian.store.trees import blob_sha1
 
@@ -40,6 +40,9 @@ def same_item(store: GitStore, old: ObjectId, new: ObjectId) -> bool:
     """Whether two trees at one path are both an item holding the same manifests, so that
     changing one into the other keeps the item, its kind and so the visible skills (an
     update of an item's content: no walk of the committed items needed)."""
+    kind = item_kind(store, old)  # remembered by tree id: mostly no tree read at all
+    if kind is not None and kind == item_kind(store, new):
+        return True
     before, after = store.tree_items(old), store.tree_items(new)
     held = [name in before for name in MANIFEST_FILES.values()]
     return any(held) and held == [name in after for name in MANIFEST_FILES.values()]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
-from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, parse_tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -184,6 +184,10 @@ class GitStore:
                              hint="give more characters of the commit id") from None
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
+        raw = self._raw_trees.get(tree)
+        if raw is not None and tree not in self._trees:  # checked as fetched: no Tree built
+            return {bytes(name).decode("utf-8", "surrogateescape"): TreeEntry(mode, bytes(sha))
+                    for name, mode, sha in parse_tree(raw, 20)}
         obj = self._get(tree)
         if not isinstance(obj, Tree):
             raise UsageError(f"{tree.decode()} is not a tree")

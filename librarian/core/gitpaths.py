@@ -15,6 +15,7 @@ Pure functions over ``str`` paths (posix, relative); no I/O, no imports from lib
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Collection, Iterable
@@ -183,6 +184,7 @@ def _all_plain(joined: str) -> bool:
         "\n" + joined) is None
 
 
+@functools.lru_cache(maxsize=8192)  # paths repeat across items: SKILL.md, scripts/run.sh
 def path_problem(path: str) -> str | None:
     """Why ``path`` (posix, relative) cannot be a path in a library tree, or None."""
     if "\n" not in path and _all_plain(path):

@@ -11,6 +11,7 @@ an update reads only the items that changed upstream.
 
 from __future__ import annotations
 
+import functools
 import re
 import stat
 from collections.abc import Iterator, Mapping
@@ -94,6 +95,7 @@ def selected(path: str, include: IgnoreMatcher | None,
     return exclude is None or not exclude.match_file(as_dir)
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat across items: SKILL.md, scripts, ...
 def _unsafe_part(part: str) -> str | None:
     if part in ("", ".", ".."):
         return f"{part!r} is not a plain directory name"

@@ -639,3 +639,23 @@ def test_an_index_changed_while_it_is_rewritten_is_refused(
     with pytest.raises(IndexFormatError, match="changed while it was rewritten"):
         splice_index(work.index, remove_prefixes=[], add=[work.entry("items/new/f")])
     assert not (work.index.parent / "index.lock").exists()
+
+
+def _model_bad_path(name: bytes) -> bool:
+    """git's rule for an index path, component by component (the model of _encode_path)."""
+    return b"\0" in name or any(p in (b"", b".", b"..") or p.lower() == b".git"
+                                for p in name.split(b"/"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["", ".", "..", ".git", ".GiT", ".gitx", "a", "..a", "g.it",
+                                 "\0", "é", ".git.", " .git"]), min_size=1, max_size=4))
+def test_index_paths_are_refused_by_git_s_component_rule(parts: list[str]) -> None:
+    from librarian.store.gitindex import _encode_path
+
+    path = "/".join(parts)
+    if _model_bad_path(os.fsencode(path)):
+        with pytest.raises(ValueError, match="not a valid index path"):
+            _encode_path(path)
+    else:
+        assert _encode_path(path) == os.fsencode(path)

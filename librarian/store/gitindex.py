@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,10 +58,13 @@ class IndexEntry:
     stat: os.stat_result  # lstat of the file in the work tree, for the cached stat fields
 
 
+#: An empty, "." or ".." component, or one that is ".git" in any case: never in an index.
+_BAD_COMPONENT = re.compile(rb"(?:^|/)(?:\.{0,2}|\.[gG][iI][tT])(?:/|$)")
+
+
 def _encode_path(path: str) -> bytes:
     name = os.fsencode(path)
-    parts = name.split(b"/")
-    if b"\0" in name or any(p in (b"", b".", b"..") or p.lower() == b".git" for p in parts):
+    if b"\0" in name or _BAD_COMPONENT.search(name):
         raise ValueError(f"not a valid index path: {path!r}")
     return name
 

@@ -242,32 +242,38 @@ def swap_in(
     steps = done if done is not None else []
     work = work or {}
     known: dict[int, list[IndexEntry]] = {}
-    parents: set[Path] = set()  # directories made or found here (an install: one for all)
+    parents: set[str] = set()  # directories made or found here (an install: one for all)
     lexists = os.path.lexists  # a link counts as there: it is moved, never followed
+    # Paths as strings (an install swaps 10,000: a Path each cost more than the rename).
+    root, staged_at, trashed_at = str(library.root), str(stage), str(trash)
     for number, path in enumerate(counted("install", paths)):
-        target, slot = library.path_of(path), stage / str(number)
+        target, slot = f"{root}/{path}", f"{staged_at}/{number}"
         desired = store.lookup(new_tree, path)
         if desired is not None and number in work:
             desired = TreeEntry(MODE_TREE, work[number])  # rebuilt as merged, never bare
-        if desired is None or lexists(slot):
+        # A slot staged by this process is there; recovery's (``staged`` None) is asked.
+        if desired is None or (staged is not None and number in staged) or lexists(slot):
             if lexists(target):
                 trash.mkdir(parents=True, exist_ok=True)
-                target.rename(trash / str(number))
+                os.rename(target, f"{trashed_at}/{number}")  # noqa: PTH104 (strings, above)
                 steps.append(("moved", number))
+            parent = os.path.dirname(target)  # noqa: PTH120
             if desired is not None:
-                if target.parent not in parents:
-                    _make_parents(target.parent)
-                    parents.add(target.parent)
-                slot.rename(target)
+                if parent not in parents:
+                    _make_parents(Path(parent))
+                    parents.add(parent)
+                os.rename(slot, target)  # noqa: PTH104
                 steps.append(("placed", number))
                 if staged is not None and number in staged and number not in work:
                     known[number] = staged[number]
             # A path removed where its parent is gone already: nothing to sync there.
-            if target.parent in parents or target.parent.is_dir():
-                fsync_dir(target.parent)
+            if parent not in parents and os.path.isdir(parent):  # noqa: PTH112
+                parents.add(parent)
         elif not lexists(target):
             # Roll-forward after the stage was lost: rebuild from the object store.
-            _materialize(store, desired, target)
+            _materialize(store, desired, Path(target))
+    for parent in parents:  # each directory renamed into, once (an install: one for all)
+        fsync_dir(parent)
     _update_index(library, store, tx, paths, new_tree, work, held, known)
 
 

@@ -24,6 +24,8 @@ Cases (``--cases``, default all):
 - ``install``: first install of the N items (``update`` of a new subscription), against
   ``git clone`` of the same upstream, ``--runs`` rounds in rotating order, each into a new
   directory after a ``sync``; the upstream is packed first (``git gc``), as a real one is;
+  ``--drop-caches`` drops the kernel's dentry and inode caches before each timed install
+  and clone (Linux, as root);
 - ``floor``: Python importing the entry point (typer, click, the command table), what
   every command pays before any work, against ``git --version``; for ``resident``,
   ``librarian --version`` through the daemon (the client's whole cost);
@@ -176,8 +178,19 @@ def settle(upstream: Path) -> None:
     os.sync()
 
 
+def drop_file_caches() -> None:
+    """Sync, then drop the kernel's cached dentries and inodes (Linux, as root): with
+    millions cached, creating files costs several times more system time (docs/decisions.md,
+    the first install), for git and librarian alike."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("2\n")
+    except OSError as exc:
+        raise SystemExit(f"--drop-caches: {exc}") from None
+
+
 def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone: Path,
-                   work: Path) -> dict[str, list[float]]:
+                   work: Path, drop: bool = False) -> dict[str, list[float]]:
     """First installs, ``runs`` rounds in rotating order, each contender and ``git clone``
     into a new directory after a ``sync`` (the first round's are the libraries the other
     cases use). Nothing is deleted until the end: a deletion of 50,000 files slows file
@@ -192,6 +205,8 @@ def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone
             os.sync()
             if who is None:
                 target = clone.with_name(clone.name + suffix)
+                if drop:
+                    drop_file_caches()
                 installs["git"].append(measure(["git", "clone", "-q", str(upstream),
                                                 str(target)], work, ENV)[0])
                 continue
@@ -201,6 +216,8 @@ def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone
                  "bench"], work, who.env)
             who.env["LIBRARIAN_LIBRARY"] = str(who.library)
             run(who.cmd("source", "add", "team", str(upstream)), work, who.env)
+            if drop:
+                drop_file_caches()  # just before the timed command, as for git
             installs[who.name].append(who.time("update")[0])
     for who in contenders:
         who.library = libraries[who.name]
@@ -215,6 +232,9 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--drop-caches", action="store_true",
+                        help="drop the kernel's dentry and inode caches before each install "
+                             "(Linux, root)")
     parser.add_argument("--resident", action="store_true",
                         help="also measure this tree through `librarian daemon`")
     args = parser.parse_args()
@@ -233,7 +253,7 @@ def main() -> None:
         make_upstream(upstream, args.items)
         settle(upstream)
         installs = install_rounds(args.runs if "install" in cases else 1, contenders,
-                                  upstream, clone, work)
+                                  upstream, clone, work, args.drop_caches)
         for who in contenders:
             if who.resident:
                 subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,

@@ -236,14 +236,14 @@ def judge_item(
             canonical, blobs, digest = item_ids(content.files)
             if left_out:
                 admitted = store.files_tree(content.files)
-                remember_kind(store, admitted, content.kind)
+                remember_kind(store, admitted, (f.path for f in content.files))
                 return UpstreamItem(path, admitted, digest, content.warnings)
             if canonical != tree:
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
                 store.checked.keep(tree, content.files, blobs)  # staged from these bytes
-                remember_kind(store, tree, content.kind)
+                remember_kind(store, tree, (f.path for f in content.files))
                 return UpstreamItem(path, tree, digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,10 +152,15 @@ def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
     return _kind_of(store, tree)
 
 
-def remember_kind(store: GitStore, tree: ObjectId, kind: ItemKind) -> None:
-    """What validation found the item of ``tree`` to be: listings then need not read it
-    (an install's commit lists all its items right away, for the plugin manifests)."""
-    ShortMemo.of(store, "kinds").put(tree.decode(), kind)
+def remember_kind(store: GitStore, tree: ObjectId, paths: Iterable[str]) -> None:
+    """The kind of the item whose tree ``tree`` holds files at ``paths``, as ``_kind_of``
+    would read it from the tree (its top entries: files and directories alike), so that
+    listings need not read it (an install's commit lists all its items right away, for the
+    plugin manifests). What validation calls the item does not enter: a skill holding a
+    directory named like the other manifest is a skill to validation and no item here."""
+    top = {path.split("/", 1)[0] for path in paths}
+    found = [k for k, manifest in MANIFEST_FILES.items() if manifest in top]
+    ShortMemo.of(store, "kinds").put(tree.decode(), found[0] if len(found) == 1 else "")
 
 
 def committed_items(store: GitStore, root_tree: ObjectId | None) -> Iterator[Item]:

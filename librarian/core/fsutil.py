@@ -189,13 +189,14 @@ def write_file_durably(path: AnyPath, data: bytes, *,
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        fsync_fd(fd, path)
         st = os.fstat(fd)
         if st.st_mode & 0o7777 != mode:
             # O_CREAT honours the umask; the executable bit is content, so set it exactly
-            # (with the usual umask nothing differs: no call for 50,000 files).
+            # (with the usual umask nothing differs: no call for 50,000 files), before
+            # the fsync that must cover it.
             os.fchmod(fd, mode)
             st = os.fstat(fd)
+        fsync_fd(fd, path)
         return st
     finally:
         os.close(fd)

@@ -649,7 +649,8 @@ def _model_bad_path(name: bytes) -> bool:
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(["", ".", "..", ".git", ".GiT", ".gitx", "a", "..a", "g.it",
-                                 "\0", "é", ".git.", " .git"]), min_size=1, max_size=4))
+                                 "\0", "é", ".git.", " .git", "\n", ".git\n", "..\n"]),
+                min_size=1, max_size=4))
 def test_index_paths_are_refused_by_git_s_component_rule(parts: list[str]) -> None:
     from librarian.store.gitindex import _encode_path
 

@@ -59,7 +59,7 @@ class IndexEntry:
 
 
 #: An empty, "." or ".." component, or one that is ".git" in any case: never in an index.
-_BAD_COMPONENT = re.compile(rb"(?:^|/)(?:\.{0,2}|\.[gG][iI][tT])(?:/|$)")
+_BAD_COMPONENT = re.compile(rb"(?:\A|/)(?:\.{0,2}|\.[gG][iI][tT])(?:/|\Z)")
 
 
 def _encode_path(path: str) -> bytes:

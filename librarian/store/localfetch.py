@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from dulwich.errors import ObjectFormatException
-from dulwich.objects import Commit, ObjectID, Tag
+from dulwich.objects import Commit, ObjectID, Tag, parse_tree
 from dulwich.pack import Pack, pack_object_header, write_pack_index
 from dulwich.refs import Ref
 
-from .fsck import BLOB, COMMIT, TAG, TREE, Judge, tree_entries
+from .fsck import BLOB, COMMIT, TAG, TREE, Judge
 from .fsckheaders import commit_problem
 from .objectstore import held, open_repository
 
@@ -174,16 +174,14 @@ def _walk(objects: Any, roots: list[bytes], seen: _Seen,
         _check_id(kind, sha, raw)
         if kind == TREE:
             judge.add(kind, sha, raw)
-            try:
-                entries = list(tree_entries(raw))
-            except ValueError:
+            try:  # dulwich's C parser: the children to copy (the judge has the last word)
+                entries = list(parse_tree(raw, 20))
+            except (ValueError, ObjectFormatException):
                 entries = []  # the judge refuses it (badTree)
-            for mode_text, _, child in reversed(entries):
-                mode = int(mode_text, 8)
+            for _, mode, child in reversed(entries):
                 if mode == _GITLINK:
                     continue
-                stack.append((child.hex().encode(),
-                              TREE if stat.S_ISDIR(mode) else BLOB))
+                stack.append((bytes(child), TREE if stat.S_ISDIR(mode) else BLOB))
         elif kind == COMMIT:
             judge.add(kind, sha, raw)
             if commit_problem(raw) is None:  # else the judge refuses it

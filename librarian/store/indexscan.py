@@ -49,13 +49,7 @@ class IndexScan:
     def name_at(self, i: int) -> bytes:
         if self.names is not None:
             return self.names[i]
-        data, off = self.data, self.offsets[i]
-        flags = data[off + 60] << 8 | data[off + 61]
-        start = off + (64 if flags & FLAG_EXTENDED else 62)
-        length = flags & NAME_MASK
-        # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
-        end = start + length if length < NAME_MASK else data.index(b"\0", start + length)
-        return data[start:end]
+        return _name_in(self.data, self.offsets[i])
 
     @classmethod
     def empty(cls) -> IndexScan:
@@ -74,6 +68,16 @@ class IndexScan:
         if self.names is not None:
             return bisect_left(self.names, key)
         return bisect_left(range(self.count), key, key=self.name_at)
+
+
+def _name_in(data: bytes, off: int) -> bytes:
+    """The name of the version 2/3 entry at ``off`` in ``data`` (which holds it whole)."""
+    flags = data[off + 60] << 8 | data[off + 61]
+    start = off + (64 if flags & FLAG_EXTENDED else 62)
+    length = flags & NAME_MASK
+    # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
+    end = start + length if length < NAME_MASK else data.index(b"\0", start + length)
+    return data[start:end]
 
 
 def scan_index(data: bytes) -> IndexScan:
@@ -237,13 +241,7 @@ class FileScan:
             lo, hi = offsets[i], offsets[i + 1]
             if hi > base + len(buf):
                 base, buf = lo, read_at(self.fd, lo, max(WINDOW, hi - lo))
-            rel = lo - base
-            flags = buf[rel + 60] << 8 | buf[rel + 61]
-            start = rel + (64 if flags & FLAG_EXTENDED else 62)
-            length = flags & NAME_MASK
-            # A name of 0xFFF bytes or more stores 0xFFF in the flags; the NUL ends it.
-            end = start + length if length < NAME_MASK else buf.index(b"\0", start + length)
-            names.append(buf[start:end])
+            names.append(_name_in(buf, lo - base))
         self.names = names
 
     def name_at(self, i: int) -> bytes:

@@ -95,11 +95,7 @@ class LibraryObjectStore(DiskObjectStore):
             asked = self.__dict__.setdefault("_asked", {})
             asked[text[:2]] = count = asked.get(text[:2], 0) + 1
             if count <= _LSTATS_BEFORE_LISTING:
-                try:
-                    mode = os.lstat(f"{self.path}/{text[:2]}/{text[2:]}").st_mode
-                except (OSError, ValueError):
-                    return False
-                return stat.S_ISREG(mode)
+                return _regular_file(f"{self.path}/{text[:2]}/{text[2:]}")
             try:
                 with os.scandir(f"{self.path}/{text[:2]}") as entries:
                     names = frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
@@ -162,8 +158,9 @@ def held(store: DiskObjectStore, sha: ObjectID) -> bool:
     """Whether ``store`` holds ``sha``, loose or in a pack it has open, without listing
     the pack directory again on a miss (a pack landed meanwhile only makes a written
     object a harmless duplicate). A loose object is held if its file is there, as git's
-    ``has_object`` sees it: one ``lstat``, not dulwich's read and parse of the file (an
-    install asks about 60,000 objects the library does not hold)."""
+    ``has_object`` sees it (``LibraryObjectStore.loose_file``: an lstat, then a listing
+    of its fan-out directory), not dulwich's read and parse of the file (an install asks
+    about 60,000 objects the library does not hold)."""
     if len(sha) == store.object_format.hex_length and _loose_file(store, sha):
         return True
     for pack in list(store._pack_cache.values()):
@@ -179,8 +176,16 @@ def _loose_file(store: DiskObjectStore, sha: ObjectID) -> bool:
     if isinstance(store, LibraryObjectStore):
         return store.loose_file(sha)
     try:
-        return stat.S_ISREG(os.lstat(store._get_shafile_path(sha)).st_mode)
-    except (OSError, ValueError):  # absent, or not a hex id
+        return _regular_file(store._get_shafile_path(sha))
+    except ValueError:  # not a hex id: dulwich builds no path from it
+        return False
+
+
+def _regular_file(path: str) -> bool:
+    """Whether a regular file (not a link) is at ``path``."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
         return False
 
 

@@ -242,7 +242,7 @@ def judge_item(
                 problems.append("its git tree is not in canonical form (empty directories, "
                                 "unusual modes or entry order)")
             else:
-                store.checked.keep(tree, content.files, blobs)  # staged from these bytes
+                store.checked.keep(tree, content.files, blobs, digest)  # staged from these bytes
                 remember_kind(store, tree, (f.path for f in content.files))
                 return UpstreamItem(path, tree, digest, content.warnings)
     return Skipped(path, tuple(dict.fromkeys(problems)))

@@ -16,6 +16,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from librarian.content.worktree import (
     ItemHash,
@@ -33,13 +34,10 @@ from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.store.changes import Change, DirChange, EntryChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.leftovers import HELD_INDEX, index_marker
+from librarian.store.leftovers import index_marker
 from librarian.store.library import Library
+from librarian.store.statcache import StagedDir, staged_dir
 from librarian.store.trees import blob_sha1, entry_changes
-
-
-def _committed_entry(store: GitStore, base_tree: ObjectId | None, path: str) -> TreeEntry | None:
-    return store.lookup(base_tree, path)
 
 
 def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | None,
@@ -47,7 +45,7 @@ def check_unmodified(library: Library, store: GitStore, base_tree: ObjectId | No
     """The work tree at ``change.path`` must hold what ``base_tree`` holds there, so the
     change cannot clobber a local edit (or an untracked directory)."""
     target = library.path_of(change.path)
-    committed = _committed_entry(store, base_tree, change.path)
+    committed = store.lookup(base_tree, change.path)
     exists = target.exists() or target.is_symlink()
     if committed is None:
         if exists and isinstance(change, DirChange) and change.adopt and change.files:
@@ -144,13 +142,20 @@ def slots(store: GitStore, base_tree: ObjectId | None,
     return out
 
 
+class StagedTree(NamedTuple):
+    """A slot staged whole from a stored tree: its index entries (each file's stat as written:
+    ``swap_in`` need not stat it again); if the plan hashed its bytes, the stat cache's seed."""
+
+    entries: list[IndexEntry]
+    seed: StagedDir | None
+
+
 def stage_changes(stage: Path, changes: Sequence[Change],
-                  store: GitStore) -> dict[int, list[IndexEntry]]:
-    """Write every change's new content into ``stage`` (slot i for change i); the index
-    entries of the slots staged whole from a stored tree, from the bytes written and the
-    stat of each file as written (``swap_in`` then need not walk and stat them again)."""
+                  store: GitStore) -> dict[int, StagedTree]:
+    """Write every change's new content into ``stage`` (slot i for change i); the slots
+    staged whole from a stored tree, by number."""
     stage.mkdir(parents=True)
-    entries: dict[int, list[IndexEntry]] = {}
+    entries: dict[int, StagedTree] = {}
     for number, change in enumerate(counted("stage", changes)):
         slot = stage / str(number)
         if isinstance(change, EntryChange):
@@ -174,14 +179,14 @@ def stage_changes(stage: Path, changes: Sequence[Change],
 
 
 def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
-                digest: str | None) -> list[IndexEntry]:
+                digest: str | None) -> StagedTree:
     """Write the stored ``tree`` at ``slot``, its content read once: the bytes written are
     the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
-    planner computed the digest from the bytes of this same tree id (and checked both).
-    The index entries of the files written (at ``path``), with their stats."""
+    planner computed the digest from the bytes of this same tree id (and checked both)."""
     checked = store.checked.pop(tree, None)  # the plan's own bytes, hashed to ``tree``
+    seen: str | None = None  # their digest, as the plan computed it
     if checked is not None:
-        files, blobs = checked
+        files, blobs, seen = checked
         staged = tree
     else:
         files = store.read_files(tree)
@@ -193,8 +198,11 @@ def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
             hint="the object store may be damaged; run `git fsck`",
         )
     stats = write_files(slot, files)
-    return [IndexEntry(f"{path}/{f.path}", blob, MODE_EXECUTABLE if f.executable else MODE_FILE,
-                       st) for f, blob, st in zip(files, blobs, stats, strict=True)]
+    seed = staged_dir((tree, seen), zip([f.path for f in files], stats,
+                                        strict=True)) if seen else None
+    return StagedTree([IndexEntry(f"{path}/{f.path}", blob, MODE_EXECUTABLE if f.executable
+                                  else MODE_FILE, st) for f, blob, st in zip(
+                                      files, blobs, stats, strict=True)], seed)
 
 
 def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:
@@ -231,13 +239,13 @@ def swap_in(
     done: list[tuple[str, int]] | None = None,
     work: Mapping[int, ObjectId] | None = None,
     held: bool = False,
-    staged: Mapping[int, list[IndexEntry]] | None = None,
+    staged: Mapping[int, StagedTree] | None = None,
 ) -> None:
     """Steps 5 and 6; also the roll-forward of ``recovery.recover`` (idempotent). ``done``
     records each rename ("moved" old content to trash, "placed" new content) for ``_undo``;
     ``work`` maps the slots whose work tree is not the commit's to the tree it gets;
-    ``held``: this process holds git's index.lock (``hold_index``); ``staged``: the index
-    entries ``stage_changes`` returned, used for the slots this call places."""
+    ``held``: this process holds git's index.lock (``leftovers.hold_index``); ``staged``: what
+    ``stage_changes`` returned, whose index entries are used for the slots this call places."""
     stage, trash = library.stage_dir / tx, library.trash_dir / tx
     steps = done if done is not None else []
     work = work or {}
@@ -265,7 +273,7 @@ def swap_in(
                 os.rename(slot, target)  # noqa: PTH104
                 steps.append(("placed", number))
                 if staged is not None and number in staged and number not in work:
-                    known[number] = staged[number]
+                    known[number] = staged[number].entries
             # A path removed where its parent is gone already: nothing to sync there.
             if parent not in parents and os.path.isdir(parent):  # noqa: PTH112
                 parents.add(parent)
@@ -296,33 +304,6 @@ def _materialize(store: GitStore, entry: TreeEntry, target: Path) -> None:
         data = store.read_blob(entry.sha)
         write_file_durably(target, data, executable=entry.mode == MODE_EXECUTABLE)
     fsync_dir(target.parent)
-
-
-def hold_index(library: Library, tx: str) -> None:
-    """Take git's index.lock before the branch moves and keep it until the index is
-    written, as git does: a plain ``git commit`` in between would build on the old index.
-    It holds ``HELD_INDEX`` + the transaction until the new index is written into it, so
-    recovery knows it as librarian's. A lock held already is exit 3, nothing changed."""
-    lock = library.git_dir / "index.lock"
-    try:
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except FileExistsError:
-        raise ConflictError(
-            "the git index is locked (.git/index.lock exists); nothing was changed",
-            hint="another git command is running; if none is, remove .git/index.lock",
-        ) from None
-    try:
-        os.write(fd, HELD_INDEX + tx.encode() + b"\n")
-    finally:
-        os.close(fd)
-
-
-def release_index(library: Library) -> None:
-    """Give back a lock ``hold_index`` took (when the change did not go ahead)."""
-    lock = library.git_dir / "index.lock"
-    with contextlib.suppress(OSError):
-        if lock.read_bytes().startswith(HELD_INDEX):
-            lock.unlink()
 
 
 def _update_index(

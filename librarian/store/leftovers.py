@@ -19,7 +19,7 @@ proves librarian made it:
   its index was still in the quarantine.
 - ``.git/<branch>.lock`` holding nothing or the journal's new commit: the compare-and-swap
   of a journaled transaction, killed between taking git's lock and renaming it.
-- ``.git/index.lock`` holding ``HELD_INDEX``: taken by ``apply.hold_index`` before the
+- ``.git/index.lock`` holding ``HELD_INDEX``: taken by ``hold_index`` (here) before the
   branch moved; or while ``.git/librarian/index-splice`` names the journal's transaction:
   the new index being written into it (the marker is written just before and removed
   after the rename).
@@ -30,22 +30,51 @@ Anything else stays, and the command that trips on it names it (exit 3).
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 from librarian.core.resources import hooks_dir
+from librarian.errors import ConflictError
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.quarantine import sweep
 
 #: Written by ``apply`` around the index splice: the transaction id.
 INDEX_MARKER = "index-splice"
-#: What ``apply.hold_index`` writes into git's index.lock while it holds it (an index
+#: What ``hold_index`` writes into git's index.lock while it holds it (an index
 #: starts with "DIRC", so no git command writes this).
 HELD_INDEX = b"librarian holds the index for transaction "
 
 
 def index_marker(library: Library) -> Path:
     return library.state_dir / INDEX_MARKER
+
+
+def hold_index(library: Library, tx: str) -> None:
+    """Take git's index.lock before the branch moves and keep it until the index is
+    written, as git does: a plain ``git commit`` in between would build on the old index.
+    It holds ``HELD_INDEX`` + the transaction until the new index is written into it, so
+    recovery knows it as librarian's. A lock held already is exit 3, nothing changed."""
+    lock = library.git_dir / "index.lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise ConflictError(
+            "the git index is locked (.git/index.lock exists); nothing was changed",
+            hint="another git command is running; if none is, remove .git/index.lock",
+        ) from None
+    try:
+        os.write(fd, HELD_INDEX + tx.encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+def release_index(library: Library) -> None:
+    """Give back a lock ``hold_index`` took (when the change did not go ahead)."""
+    lock = library.git_dir / "index.lock"
+    with contextlib.suppress(OSError):
+        if lock.read_bytes().startswith(HELD_INDEX):
+            lock.unlink()
 
 
 def clear_leftovers(library: Library, journal: Journal | None) -> list[str]:

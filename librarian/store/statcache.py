@@ -10,6 +10,8 @@
   filesystem are judged by the clock that stamps the files. Where no stamp can be made
   (a read-only library), and for a directory on another device than the stamp (a mount
   in the library, with a clock of its own), the wall clock less ``RACY_SECONDS`` stands in.
+  An update seeds the records of the items it wrote whole from bytes it hashed (``seed``),
+  as ``git clone`` leaves an index holding every file's stat.
 - ``digests.bin``: committed SHA-1 tree id -> SHA-256 digest. Tree ids are immutable, so
   entries never go stale.
 
@@ -27,7 +29,7 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,6 +182,27 @@ def _unchanged(directory: str, entry: Entry, racy_after_ns: int) -> bool:
     return hasher.digest() == entry.signature
 
 
+@dataclass(frozen=True)
+class StagedDir:
+    """An item directory a change wrote whole from bytes it hashed itself, as
+    ``WorkTreeCache.seed`` takes it: their ids, and each file's stat as it was written (in
+    path order)."""
+
+    ids: tuple[bytes, str]  # (hex SHA-1 tree id, sha256 digest)
+    files: tuple[tuple[bytes, os.stat_result], ...]
+
+
+def staged_dir(ids: tuple[bytes, str],
+               written: Iterable[tuple[str, os.stat_result]]) -> StagedDir:
+    """An item directory just written whole (``written``: each file's path and stat)."""
+    return StagedDir(ids, tuple(sorted((os.fsencode(path), st) for path, st in written)))
+
+
+#: The directories of a seeded record: a stamp no directory has (a ctime before 1970), so
+#: the first look lists every directory and compares the files with the seed's.
+_UNLISTED = ((b"", -1, -1),)
+
+
 def _item_hash(ids: tuple[bytes, str] | None) -> ItemHash | None:
     return ItemHash(*ids) if ids is not None else None
 
@@ -267,6 +290,24 @@ class WorkTreeCache:
         elif key in self._seen:
             del self._seen[key]
         return ids
+
+    def seed(self, key: str, staged: StagedDir) -> None:
+        """Remember the ids of ``staged`` without reading its files (else the first status
+        after an install of 10,000 items hashes 50,000 of them). Its files' stats are
+        those taken as each was written, so any change since is a mismatch; its
+        directories are not looked at here: the first look lists them (``_UNLISTED``) and
+        keeps these ids only if it finds exactly these files, unchanged. As in a scan,
+        nothing stamped in this tick of the file system's clock is remembered."""
+        limit = self._racy_after_ns
+        if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):
+            return
+        pack = _STAT.pack
+        signature = _signature([(name, pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                            st.st_ino, st.st_mode))
+                                for name, st in staged.files])
+        self._seen[key] = encode_entry(key, Entry(staged.ids, signature, _UNLISTED,
+                                                  tuple(name for name, _ in staged.files)))
+        self._dirty = True
 
     def _merged(self) -> Iterator[bytes | memoryview]:
         """The old records with this pass's in their place, new ones at the end: streamed,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 from librarian.core.digest import MODE_FILE, MODE_TREE
@@ -37,7 +37,7 @@ from librarian.core.faults import crash_point
 from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
-from librarian.store import apply, packs
+from librarian.store import apply, leftovers, packs
 from librarian.store.changes import (
     Change,
     CommitResult,
@@ -56,6 +56,7 @@ from librarian.store.memo import TreeMemo
 from librarian.store.plugin import affects_visible_skills, plugin_changes, same_item
 from librarian.store.recovery import recover
 from librarian.store.snapshot import Snapshot
+from librarian.store.statcache import StagedDir, WorkTreeCache
 
 Trailers = Sequence[tuple[str, str]]
 
@@ -246,7 +247,7 @@ class Transaction:
                 # Git's index.lock is taken before the branch moves (a held one: exit 3,
                 # nothing changed) and kept until the new index is in place, so no plain
                 # git command can commit from the old index in between.
-                apply.hold_index(library, journal.tx)
+                leftovers.hold_index(library, journal.tx)
                 held = True
                 staged = apply.stage_changes(library.stage_dir / journal.tx, slots, store)
                 journal.write(library)
@@ -257,7 +258,7 @@ class Transaction:
             # returned: then the change is made and the journal must stay for recovery.
             if held and store.ref(store.branch()) != new:
                 apply.discard(library, journal.tx)
-                apply.release_index(library)
+                leftovers.release_index(library)
             raise
         self._committed = True
         crash_point("after-cas")
@@ -275,13 +276,28 @@ class Transaction:
             # everything back so the command changed nothing. If even that fails, the
             # journal stays and the next command finishes the change.
             apply.undo(library, store, journal.tx, journal.paths, done, base, new)
-            apply.release_index(library)
+            leftovers.release_index(library)
             raise
         crash_point("after-swap")
         apply.discard(library, journal.tx)
+        # The items staged whole from bytes the plan hashed need not be read by the next
+        # status (statcache.WorkTreeCache.seed). Only a cache: nothing here can fail the change.
+        work_of = journal.work_of()
+        seeds = {journal.paths[number]: slot.seed for number, slot in staged.items()
+                 if slot.seed is not None and number not in work_of}
+        if seeds:
+            with contextlib.suppress(OSError, ValueError):
+                _seed_work_cache(library, seeds)
         # Fetches and large commits add packs; past 50, a bounded step merges the smallest
         # (store/packs.py). The change is complete already, so a failure here is no failure.
         with contextlib.suppress(OSError):
             packs.consolidate(store)
         TreeMemo.save_all(store)
         return CommitResult(new.decode(), base.decode() if base else None)
+
+
+def _seed_work_cache(library: Library, seeds: Mapping[str, StagedDir]) -> None:
+    cache = WorkTreeCache(library.cache_dir)
+    for key, seed in seeds.items():
+        cache.seed(key, seed)
+    cache.save(partial=True)

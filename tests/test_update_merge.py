@@ -125,6 +125,30 @@ def test_edits_in_different_parts_of_skill_md_merge(
     no_markers(library)
 
 
+def _check_warns_of_the_edit(capsys: Cap, library: Path, *args: str) -> None:
+    result = lib(capsys, library, "check", "--json", *args)
+    assert result.code == 0 and result.json["ok"], result.out
+    [warning] = [w for w in result.json["warnings"] if w.startswith("librarian.lock:")]
+    assert "team pins skills/pdf at sha256:" in warning and "a local edit" in warning
+
+
+@requires_git
+def test_check_passes_a_local_edit_before_and_after_its_merge_and_warns_of_it(
+    installed: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    # A local edit of a managed item is a state update handles, not a broken library
+    # (found by a real collection's history: check failed after every clean merge).
+    library = installed
+    edit(library, "SKILL.md", "Step 2: do part 2.\n", "Step 2: do part 2, my way.\n")
+    _check_warns_of_the_edit(capsys, library)
+    upstream_skill(upstream, "Step 9: do part 9.\n", "Step 9: do part 9, revised.\n")
+    upstream.commit("revise step 9")
+    assert lib(capsys, library, "update").code == 0
+    _check_warns_of_the_edit(capsys, library)
+    git(library, "add", str(ITEM / "SKILL.md"))
+    _check_warns_of_the_edit(capsys, library, "--staged")  # the pre-commit hook's view
+
+
 @requires_git
 def test_edits_to_different_files_of_one_item_merge(
     installed: Path, upstream: Upstream, capsys: Cap

@@ -130,12 +130,15 @@ def _stray_problems(entries: Sequence[Entry], allowed: frozenset[str]) -> list[s
     return problems
 
 
-def _lock_problems(locked: Mapping[str, LockedSource], digests: Mapping[str, str],
+def _lock_warnings(locked: Mapping[str, LockedSource], digests: Mapping[str, str],
                    judged: Iterable[str]) -> list[str]:
-    """Each locked item's digest must be the digest of what is installed (an item found
-    invalid is reported already and has no digest)."""
+    """Each locked item whose content is not what the lock pins (an item found invalid is
+    reported already and has no digest). A warning, not a problem: a local edit of a
+    managed item is the library's normal state (``update`` merges it three ways and leaves
+    the merge as the edit), and so is one committed with plain git (``status`` names it);
+    a digest no content can have is refused by the lock's own reader."""
     present = set(judged)
-    problems = []
+    found = []
     for source, entry in sorted(locked.items()):
         for upstream, digest in sorted(entry.items.items()):
             path = f"{SOURCES_DIR}/{source}/{upstream}"
@@ -143,11 +146,12 @@ def _lock_problems(locked: Mapping[str, LockedSource], digests: Mapping[str, str
             if actual is None and path in present:
                 continue
             if actual is None:
-                problems.append(f"{LOCK_FILE}: {source} pins {upstream}, which is not installed")
+                found.append(f"{LOCK_FILE}: {source} pins {upstream}, which is not installed")
             elif actual != digest:
-                problems.append(f"{LOCK_FILE}: {source} pins {upstream} at {digest}, but "
-                                f"{path} holds {actual}")
-    return problems
+                found.append(f"{LOCK_FILE}: {source} pins {upstream} at {digest}, but "
+                             f"{path} holds {actual} (a local edit: `librarian diff` shows "
+                             "it, `librarian update` keeps it)")
+    return found
 
 
 def _index_entries(
@@ -285,6 +289,6 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
-        problems.extend(_lock_problems(locked, digests, items))
+        warnings.extend(_lock_warnings(locked, digests, items))
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
                        tuple(warnings))

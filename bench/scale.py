@@ -26,6 +26,9 @@ Cases (``--cases``, default all):
   directory after a ``sync``; the upstream is packed first (``git gc``), as a real one is;
   ``--drop-caches`` drops the kernel's dentry and inode caches before each timed install
   and clone (Linux, as root);
+- ``status-first``: the first ``status`` after each install, against the first ``git
+  status`` after each clone (git's clone leaves an index holding every file's stat; an
+  update seeds the stat cache likewise);
 - ``floor``: Python importing the entry point (typer, click, the command table), what
   every command pays before any work, against ``git --version``; for ``resident``,
   ``librarian --version`` through the daemon (the client's whole cost);
@@ -60,8 +63,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from update import ENV, change_upstream, make_upstream, run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
-CASES = ("install", "floor", "status", "noop", "noop-cold", "update10", "update100", "inspect",
-         "prompt", "memory", "remove")
+CASES = ("install", "status-first", "floor", "status", "noop", "noop-cold", "update10",
+         "update100", "inspect", "prompt", "memory", "remove")
 
 
 def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, float]:
@@ -190,11 +193,13 @@ def drop_file_caches() -> None:
 
 
 def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone: Path,
-                   work: Path, drop: bool = False) -> dict[str, list[float]]:
+                   work: Path, drop: bool = False,
+                   firsts: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """First installs, ``runs`` rounds in rotating order, each contender and ``git clone``
     into a new directory after a ``sync`` (the first round's are the libraries the other
     cases use). Nothing is deleted until the end: a deletion of 50,000 files slows file
-    creation on this disk for a minute after."""
+    creation on this disk for a minute after. ``firsts`` collects the first status after
+    each install (``git status`` after each clone)."""
     installs: dict[str, list[float]] = {"git": [], **{who.name: [] for who in contenders}}
     libraries = {who.name: who.library for who in contenders}
     for number in range(runs):
@@ -209,6 +214,9 @@ def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone
                     drop_file_caches()
                 installs["git"].append(measure(["git", "clone", "-q", str(upstream),
                                                 str(target)], work, ENV)[0])
+                if firsts is not None:
+                    firsts.setdefault("git", []).append(measure(["git", "status"], target,
+                                                                ENV)[0])
                 continue
             who.library = libraries[who.name].with_name(libraries[who.name].name + suffix)
             # Each contender's own code creates its library (PYTHONPATH is its tree).
@@ -219,6 +227,8 @@ def install_rounds(runs: int, contenders: list[Contender], upstream: Path, clone
             if drop:
                 drop_file_caches()  # just before the timed command, as for git
             installs[who.name].append(who.time("update")[0])
+            if firsts is not None:
+                firsts.setdefault(who.name, []).append(who.time("status")[0])
     for who in contenders:
         who.library = libraries[who.name]
         who.env["LIBRARIAN_LIBRARY"] = str(who.library)
@@ -252,8 +262,9 @@ def main() -> None:
     try:
         make_upstream(upstream, args.items)
         settle(upstream)
+        firsts: dict[str, list[float]] | None = {} if "status-first" in cases else None
         installs = install_rounds(args.runs if "install" in cases else 1, contenders,
-                                  upstream, clone, work, args.drop_caches)
+                                  upstream, clone, work, args.drop_caches, firsts)
         for who in contenders:
             if who.resident:
                 subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,
@@ -263,6 +274,8 @@ def main() -> None:
                 who.server = int(json.loads(status.stdout)["pid"])
         if "install" in cases:
             row("first install", installs)
+        if firsts:
+            row("first status after it", firsts)
         revision = [0]
 
         def change(count: int) -> object:

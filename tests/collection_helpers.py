@@ -136,6 +136,13 @@ SHAPES: dict[str, tuple[dict[str, Any], list[str] | str]] = {
     "composio-skills/google_maps-automation": ({
         "SKILL.md": b"---\nname: google_maps-automation\ndescription: Maps.\n---\n",
     }, "name"),
+    # AgentWorkers/skills: a skill holding other SKILL.md files (its own skills, an old
+    # copy): one item, as update finds it (no item's directory is searched further)
+    "skills/author/zohoclaw": ({
+        "SKILL.md": b"---\nname: zohoclaw\ndescription: Zoho tools.\n---\n# Zoho\n",
+        "skills/vibetesting/SKILL.md": b"# Vibe testing\nNo frontmatter here.\n",
+        "zohoclaw-1.1.0/SKILL.md": b"---\nname: zohoclaw\ndescription: An old copy.\n---\n",
+    }, []),
 }
 
 

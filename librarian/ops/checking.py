@@ -228,7 +228,10 @@ def _qualified(item_path: str, problem: str, files: set[str]) -> str:
 
 
 def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
-    """Managed items: group files under the nearest ancestor holding a manifest."""
+    """Managed items: group files under the outermost directory holding a manifest, as
+    update found them (``upstream.find_item_trees`` searches no manifest's directory
+    further: a SKILL.md deeper in an item is one of its files, not an item). Each path's
+    ancestors are looked up, so the cost follows the paths, not paths × items."""
     manifests = {p for p, entries in items.items() if p.startswith(SOURCES_DIR + "/")
                  and any(e[0].rsplit("/", 1)[-1] in MANIFEST_FILES.values() for e in entries)}
     merged: dict[str, list[Entry]] = {}
@@ -236,8 +239,10 @@ def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
         if not path.startswith(SOURCES_DIR + "/"):
             merged[path] = entries
             continue
-        owner = next((m for m in sorted(manifests, key=len, reverse=True)
-                      if path == m or path.startswith(m + "/")), None)
+        parts = path.split("/")
+        # sources/<source>/<dir>: a collection's own root is never an item
+        owner = next((m for m in ("/".join(parts[:depth]) for depth in range(3, len(parts) + 1))
+                      if m in manifests), None)
         if owner is not None:
             merged.setdefault(owner, []).extend(entries)
     return merged

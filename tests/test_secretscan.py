@@ -210,3 +210,47 @@ def test_the_env_example_family_passes(path: str) -> None:
 @pytest.mark.parametrize("path", [".env.example.local", ".env.examples", ".env.local"])
 def test_env_files_that_are_not_examples(path: str) -> None:
     assert secret_problem(path, b"A=1\n") == ".env file"
+
+
+# -- the literal prefilter: a file holding no fixed prefix is never run through the regex --
+
+#: Each alternative of the regex without its lookarounds, by group name (a new pattern
+#: without an entry here fails the first test below).
+_CORES = {
+    "pem": rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----\n[A-Za-z0-9+/=]{16,20}",
+    "aws": rb"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    "github": rb"gh[pousr]_[A-Za-z0-9]{36,40}|github_pat_[A-Za-z0-9_]{22,30}",
+    "slack": rb"xox[abprs]-[0-9]{1,20}-[A-Za-z0-9-]{10,14}",
+    "google": rb"AIza[0-9A-Za-z_-]{35}",
+    "anthropic": rb"sk-ant-[a-z0-9]{2,10}-[A-Za-z0-9_-]{40,44}",
+    "openai": rb"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,44}",
+    "gitlab": rb"glpat-[A-Za-z0-9_-]{20,24}",
+    "npm": rb"npm_[A-Za-z0-9]{36}",
+    "stripe": rb"[sr]k_live_[A-Za-z0-9]{20,24}",
+    "huggingface": rb"hf_[A-Za-z0-9]{34,38}",
+}
+
+
+def test_every_pattern_has_a_core_for_the_prefilter_test() -> None:
+    from librarian.content.secretscan import _SECRET_RE
+
+    assert set(_SECRET_RE.groupindex) == set(_CORES)
+
+
+_around = st.binary(max_size=40) | st.sampled_from([b"", b" ", b"\n", b"x", b"=", b'"'])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.sampled_from(sorted(_CORES)).flatmap(
+    lambda kind: st.from_regex(_CORES[kind], fullmatch=True)), _around, _around)
+def test_the_prefilter_never_hides_a_match(token: bytes, before: bytes, after: bytes) -> None:
+    from unittest import mock
+
+    from librarian.content import secretscan
+
+    data = before + token + after
+    if any(secretscan._SECRET_RE.finditer(data)):  # what the regex alone finds ...
+        assert any(literal in data for literal in secretscan._SECRET_LITERALS)  # ... passes
+    filtered = list(secretscan.secret_matches("notes.md", data))
+    with mock.patch.object(secretscan, "_SECRET_LITERALS", (b"",)):  # the regex always runs
+        assert list(secretscan.secret_matches("notes.md", data)) == filtered

@@ -16,7 +16,7 @@ from typing import Any
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-from helpers import recipe_yaml, skill_md
+from helpers import cli, recipe_yaml, run_main, skill_md
 
 MODE_FILE, MODE_EXEC, MODE_LINK, MODE_GITLINK = 0o100644, 0o100755, 0o120000, 0o160000
 
@@ -94,6 +94,13 @@ class Upstream:
             repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
         self.commits.append(commit.id.decode())
         return commit.id.decode()
+
+
+def install(capsys: Any, library: Path, upstream: Upstream, source: str = "team") -> None:
+    """Subscribe ``library`` to ``upstream`` and install it (both must succeed)."""
+    added = run_main(capsys, "--library", str(library), "source", "add", source, upstream.url)
+    assert added.code == 0, added.err
+    assert cli(capsys, library, "update").code == 0
 
 
 def edit_source(library: Path, source: str, *, commit: bool = True, **fields: Any) -> None:

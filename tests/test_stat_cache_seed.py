@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import cli, run_main, settle_files
-from sources_helpers import MODE_EXEC, Upstream
+from helpers import cli, settle_files
+from sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
@@ -35,12 +35,6 @@ def upstream(tmp_path: Path) -> Upstream:
     return up
 
 
-def _install(capsys: Cap, library: Path, upstream: Upstream) -> None:
-    added = run_main(capsys, "--library", str(library), "source", "add", "team", upstream.url)
-    assert added.code == 0, added.err
-    assert cli(capsys, library, "update").code == 0
-
-
 def _remembered(library: Path) -> dict[str, object]:
     """Each item's record in items.bin, its directories in path order."""
     git_dir = library / ".git"
@@ -62,7 +56,7 @@ def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_install_remembers_what_a_scan_finds_but_the_directories(
         library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     seeded = _remembered(library)
     assert sorted(seeded) == list(ITEMS)
     assert library_status(Library(library)).clean  # lists the directories, reads no file
@@ -79,7 +73,7 @@ def test_the_install_remembers_what_a_scan_finds_but_the_directories(
 def test_the_first_status_after_an_install_reads_no_installed_file(
         library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     _no_reading(monkeypatch)
     report = library_status(Library(library))
     assert [(i.path, i.status) for i in report.items] == [(p, "clean") for p in ITEMS]
@@ -88,7 +82,7 @@ def test_the_first_status_after_an_install_reads_no_installed_file(
 def test_an_item_added_by_a_later_update_is_remembered_too(
         library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     upstream.skill("skills/third").commit("third")
     assert cli(capsys, library, "update").code == 0
     _no_reading(monkeypatch)
@@ -114,7 +108,7 @@ def test_a_change_after_the_install_still_shows(
         change: str, library: Path, upstream: Upstream, capsys: Cap,
         monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     CHANGES[change](library / ITEMS[0])
     states = {i.path: i.status for i in library_status(Library(library)).items}
     assert states == {ITEMS[0]: "modified", ITEMS[1]: "clean"}

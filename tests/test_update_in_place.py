@@ -23,7 +23,7 @@ from helpers import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sources_helpers import MODE_EXEC, Upstream
+from sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
@@ -45,12 +45,6 @@ def upstream(tmp_path: Path) -> Upstream:
     up.put("skills/kit/extra", b"a file, then a directory\n")
     up.commit("first")
     return up
-
-
-def _install(capsys: Cap, library: Path, upstream: Upstream) -> None:
-    added = run_main(capsys, "--library", str(library), "source", "add", "team", upstream.url)
-    assert added.code == 0, added.err
-    assert cli(capsys, library, "update").code == 0
 
 
 def _change_kit(upstream: Upstream) -> None:
@@ -76,7 +70,7 @@ def _upstream_item(upstream: Upstream, prefix: str) -> dict[str, object]:
 def test_an_update_rewrites_only_the_entries_upstream_changed(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     kit, other = library / KIT, library / "sources/team/skills/other"
     kept = {p: (kit / p).stat().st_ino for p in ("references/keep.md", "references")}
     other_ino = (other / "SKILL.md").stat().st_ino
@@ -99,7 +93,7 @@ def test_an_update_rewrites_only_the_entries_upstream_changed(
 def test_a_forced_update_still_overwrites_every_local_edit_of_the_item(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     kit = library / KIT
     (kit / "SKILL.md").write_bytes(b"---\nname: kit\ndescription: mine\n---\nMine.\n")
     (kit / "references" / "keep.md").write_bytes(b"my edit of a file upstream keeps\n")
@@ -114,7 +108,7 @@ def test_a_forced_update_still_overwrites_every_local_edit_of_the_item(
 def test_an_in_place_entry_that_does_not_match_its_id_changes_nothing(
     library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     _change_kit(upstream)
     original_read, original_stage = GitStore.read_blob, apply.stage_changes
     staging = []
@@ -140,7 +134,7 @@ def test_an_in_place_entry_that_does_not_match_its_id_changes_nothing(
 def test_the_manifests_are_walked_only_when_an_update_can_change_the_visible_skills(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    _install(capsys, library, upstream)
+    install(capsys, library, upstream)
     listed = listed_skills((library / MARKETPLACE_FILE).read_bytes())
     assert listed is not None and f"{KIT}" in listed
     _change_kit(upstream)  # content only: the same skill

@@ -236,6 +236,7 @@ def judge_item(
             canonical, blobs, digest = item_ids(content.files)
             if left_out:
                 admitted = store.files_tree(content.files)
+                store.checked.digests[admitted] = digest  # staging reads and checks it
                 remember_kind(store, admitted, (f.path for f in content.files))
                 return UpstreamItem(path, admitted, digest, content.warnings)
             if canonical != tree:

@@ -184,9 +184,9 @@ def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
     the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
     planner computed the digest from the bytes of this same tree id (and checked both)."""
     checked = store.checked.pop(tree, None)  # the plan's own bytes, hashed to ``tree``
-    seen: str | None = None  # their digest, as the plan computed it
+    seen = store.checked.digests.get(tree)  # the digest the plan computed with ``tree``
     if checked is not None:
-        files, blobs, seen = checked
+        files, blobs = checked
         staged = tree
     else:
         files = store.read_files(tree)

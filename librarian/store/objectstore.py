@@ -238,21 +238,24 @@ class BlobMemo(dict[bytes, bytes]):
         return data
 
 
-class CheckedTrees(dict[bytes, tuple[tuple[ItemFile, ...], list[bytes], str]]):
-    """Items' files by the git tree id they were checked to have, with each file's blob id
-    and the digest, up to ``BLOB_MEMO_BYTES`` of content: planning validates a new item
-    from its files and hashes them; staging then writes those same bytes instead of reading
-    and hashing the tree again (an install of 10,000 items: 10,000 tree walks), and can
-    tell the stat cache their ids (``statcache.WorkTreeCache.seed``)."""
+class CheckedTrees(dict[bytes, tuple[tuple[ItemFile, ...], list[bytes]]]):
+    """Items' files by the git tree id they were checked to have, with each file's blob id,
+    up to ``BLOB_MEMO_BYTES`` of content: planning validates a new item from its files and
+    hashes them; staging then writes those same bytes instead of reading and hashing the
+    tree again (an install of 10,000 items: 10,000 tree walks). ``digests`` keeps the
+    digest computed with every tree id, room or not: staging binds what it writes to the
+    tree id, so the stat cache may be told both (``statcache.WorkTreeCache.seed``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.room = BLOB_MEMO_BYTES
+        self.digests: dict[bytes, str] = {}
 
     def keep(self, tree: bytes, files: tuple[ItemFile, ...], blobs: list[bytes],
              digest: str) -> None:
         """Remember ``files``, whose tree id and digest the caller computed from them."""
+        self.digests[tree] = digest
         size = sum(len(f.data) for f in files)
         if size <= self.room and tree not in self:
-            self[tree] = (files, blobs, digest)
+            self[tree] = (files, blobs)
             self.room -= size

@@ -218,6 +218,7 @@ def test_overlapping_edits_conflict_and_nothing_changes(
     assert ("team:pdf at sources/team/skills/pdf (local edit, changed upstream: SKILL.md: "
             "changed on both sides in overlapping lines (1 hunk(s)): line 9 locally "
             "'Step 5: my version.' vs line 9 upstream 'Step 5: their version.')") in line
+    assert "hint: make the listed lines of your edit agree with upstream" in line
     plan = lib(capsys, library, "update", "--dry-run")
     assert plan.code == 0
     assert "conflict  team:pdf" in plan.out
@@ -248,6 +249,18 @@ def test_binary_and_removal_conflicts(
         expected = "notes.md: removed locally, changed upstream"
     upstream.commit("two")
     assert expected in _assert_refused_unchanged(capsys, library)
+
+
+def test_an_edited_item_removed_upstream_gets_a_hint_without_lines_to_agree(
+    installed: Path, upstream: Upstream, capsys: Cap
+) -> None:
+    library = installed
+    edit(library, "notes.md", "notes\n", "notes\nmine\n")
+    upstream.remove("skills/pdf").commit("pdf is gone")
+    line = _assert_refused_unchanged(capsys, library)
+    assert "team:pdf at sources/team/skills/pdf (local edit, removed upstream)" in line
+    assert "hint: upstream no longer offers the item (removed, or now invalid): keep your " \
+           "edit elsewhere" in line and "listed lines" not in line
 
 
 def test_force_takes_upstream_for_conflicts_and_still_merges_the_rest(

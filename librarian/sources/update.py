@@ -95,13 +95,17 @@ class UpdateConflict(ConflictError):
     def __init__(self, plans: tuple[SourcePlan, ...]) -> None:
         conflicts = [c for p in plans for c in p.conflicts]
         listed = "; ".join(f"{c.name} at {c.library_path} ({c.reason})" for c in conflicts)
+        # An item gone upstream has no lines to agree with: only the other two ways out.
+        gone = all(c.upstream is None for c in conflicts)
         super().__init__(
             f"update refused: {len(conflicts)} conflict(s) with local edits, nothing was "
             f"changed: {listed}",
-            hint="make the listed lines of your edit agree with upstream (or undo them) and "
-            "update again, keep your edit elsewhere (`librarian retain` a copy under a new "
-            "name), or rerun with --force: local edits are backed up first and can be "
-            "restored; `librarian update --dry-run` shows the whole plan",
+            hint=("upstream no longer offers the item (removed, or now invalid): " if gone
+                  else "make the listed lines of your edit agree with upstream (or undo "
+                  "them) and update again, ")
+            + "keep your edit elsewhere (`librarian retain` a copy under a new name), or "
+            "rerun with --force: local edits are backed up first and can be restored; "
+            "`librarian update --dry-run` shows the whole plan",
             details={"plans": tuple(plan_fields(p) for p in plans)},
         )
         self.plans = plans

@@ -8,15 +8,16 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import cli, settle_files
+from helpers import cli, run_main, settle_files
 from sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
 from librarian.ops.status import library_status
-from librarian.store import objectstore, statcache
+from librarian.store import apply, objectstore, statcache
 from librarian.store.library import Library
 from librarian.store.statcache import WorkTreeCache, staged_dir
 from librarian.store.statfile import ItemsFile, identity_of
@@ -132,8 +133,9 @@ def _seed(tmp_path: Path, touch: Callable[[Path], None] = lambda _: None) -> boo
     stats = [(slot / f.path).lstat() for f in files]
     seed = staged_dir((ids.tree_sha1, ids.digest), zip([f.path for f in files], stats,
                                                        strict=True))
-    cache = WorkTreeCache(tmp_path / "lib" / ".git" / "librarian" / "cache")
-    cache.seed("kit", seed)
+    cache_dir = tmp_path / "lib" / ".git" / "librarian" / "cache"
+    cache = WorkTreeCache(cache_dir)
+    cache.seed("kit", seed, statcache.racy_after_ns(cache_dir))
     return "kit" in cache._seen
 
 
@@ -150,3 +152,29 @@ def test_no_seed_for_a_file_stamped_in_this_tick_of_the_clock(
     future = time.time_ns() + 3600 * 10**9
     assert not _seed(tmp_path, lambda slot: os.utime(slot / "sub" / "a.md",
                                                      ns=(future, future)))
+
+
+def test_the_clock_that_judges_a_seed_is_read_before_the_files_are_visible(
+        library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A one-second clock (ext3, HFS+): a file written in this second can be edited again in
+    # it without its stat moving. Were the clock read after the swap (when seeding), an
+    # edit made after the swap in the second of the write would be trusted; read before
+    # the swap, everything staged in that second is racy and hashed by the next status.
+    added = run_main(capsys, "--library", str(library), "source", "add", "team", upstream.url)
+    assert added.code == 0, added.err
+    ahead = [0]
+    start = time.time_ns() // 10**9 * 10**9  # the second the install begins in
+
+    def one_second_clock(_cache_dir: Path) -> int:
+        return start + ahead[0]
+
+    monkeypatch.setattr(statcache, "racy_after_ns", one_second_clock)
+    real = apply.swap_in
+
+    def a_minute_later(*args: Any, **kwargs: Any) -> None:  # the swap, long after staging
+        ahead[0] = 60 * 10**9
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, "swap_in", a_minute_later)
+    assert cli(capsys, library, "update").code == 0
+    assert _remembered(library) == {}

@@ -291,14 +291,16 @@ class WorkTreeCache:
             del self._seen[key]
         return ids
 
-    def seed(self, key: str, staged: StagedDir) -> None:
+    def seed(self, key: str, staged: StagedDir, stamp: int) -> None:
         """Remember the ids of ``staged`` without reading its files (else the first status
         after an install of 10,000 items hashes 50,000 of them). Its files' stats are
         those taken as each was written, so any change since is a mismatch; its
         directories are not looked at here: the first look lists them (``_UNLISTED``) and
-        keeps these ids only if it finds exactly these files, unchanged. As in a scan,
-        nothing stamped in this tick of the file system's clock is remembered."""
-        limit = self._racy_after_ns
+        keeps these ids only if it finds exactly these files, unchanged. ``stamp`` is
+        ``racy_after_ns`` taken after the last write and before the files could be seen:
+        a file stamped in that tick of the file system's clock or later could change
+        again without its stat moving (a one-second clock), so it is not remembered."""
+        limit = min(self._racy_after_ns, stamp)
         if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):
             return
         pack = _STAT.pack

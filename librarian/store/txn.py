@@ -37,7 +37,7 @@ from librarian.core.faults import crash_point
 from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
-from librarian.store import apply, leftovers, packs
+from librarian.store import apply, leftovers, packs, statcache
 from librarian.store.changes import (
     Change,
     CommitResult,
@@ -250,6 +250,10 @@ class Transaction:
                 leftovers.hold_index(library, journal.tx)
                 held = True
                 staged = apply.stage_changes(library.stage_dir / journal.tx, slots, store)
+                # What seeds the stat cache is judged by the file system's clock now: after
+                # every staged write, before any of it is visible (WorkTreeCache.seed).
+                stamp = statcache.racy_after_ns(library.cache_dir) if any(
+                    slot.seed is not None for slot in staged.values()) else None
                 journal.write(library)
             crash_point("after-journal")
             store.move_branch(base, new, message=subject.encode())
@@ -285,9 +289,9 @@ class Transaction:
         work_of = journal.work_of()
         seeds = {journal.paths[number]: slot.seed for number, slot in staged.items()
                  if slot.seed is not None and number not in work_of}
-        if seeds:
+        if seeds and stamp is not None:
             with contextlib.suppress(OSError, ValueError):
-                _seed_work_cache(library, seeds)
+                _seed_work_cache(library, seeds, stamp)
         # Fetches and large commits add packs; past 50, a bounded step merges the smallest
         # (store/packs.py). The change is complete already, so a failure here is no failure.
         with contextlib.suppress(OSError):
@@ -296,8 +300,8 @@ class Transaction:
         return CommitResult(new.decode(), base.decode() if base else None)
 
 
-def _seed_work_cache(library: Library, seeds: Mapping[str, StagedDir]) -> None:
+def _seed_work_cache(library: Library, seeds: Mapping[str, StagedDir], stamp: int) -> None:
     cache = WorkTreeCache(library.cache_dir)
     for key, seed in seeds.items():
-        cache.seed(key, seed)
+        cache.seed(key, seed, stamp)
     cache.save(partial=True)

@@ -98,6 +98,19 @@ def _file_mode(st: os.stat_result) -> int:
     return 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644
 
 
+def _file_problems(entry: Entry, allowed: frozenset[str]) -> list[str]:
+    """A file outside every item: a link or special file, a path git refuses, a secret."""
+    path, mode, load = entry
+    if mode not in (0o100644, 0o100755):
+        kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+        return [f"{visible(path)}: {kind}; a library holds regular files only"]
+    problem = path_problem(path)
+    if problem is not None:
+        return [f"{visible(path)}: {problem}"]
+    reason = secret_problem(path, load(), allowed)
+    return [f"{path}: looks like a secret ({reason})"] if reason is not None else []
+
+
 def _stray_problems(entries: Sequence[Entry], allowed: frozenset[str]) -> list[str]:
     """What git or another OS would trip on outside the items (those are judged whole by
     ``validate_item``): links, special files, paths git reads as .git, secrets, and names
@@ -112,17 +125,7 @@ def _stray_problems(entries: Sequence[Entry], allowed: frozenset[str]) -> list[s
                 if problem is not None:
                     problems.append(f"{visible(path)}: {problem}")
             continue
-        if mode not in (0o100644, 0o100755):
-            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
-            problems.append(f"{visible(path)}: {kind}; a library holds regular files only")
-            continue
-        problem = path_problem(path)
-        if problem is not None:
-            problems.append(f"{visible(path)}: {problem}")
-            continue
-        reason = secret_problem(path, load(), allowed)
-        if reason is not None:
-            problems.append(f"{path}: looks like a secret ({reason})")
+        problems.extend(_file_problems((path, mode, load), allowed))
     for first, other in collisions(path for path, _, _ in entries):
         if other.count("/") < 2:
             problems.append(f"{visible(other)}: one name with {visible(first)} on macOS and "
@@ -227,25 +230,39 @@ def _qualified(item_path: str, problem: str, files: set[str]) -> str:
     return f"{item_path}/{problem}" if head in files else f"{item_path}: {problem}"
 
 
-def _merge_managed(items: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
-    """Managed items: group files under the outermost directory holding a manifest, as
-    update found them (``upstream.find_item_trees`` searches no manifest's directory
-    further: a SKILL.md deeper in an item is one of its files, not an item). Each path's
-    ancestors are looked up, so the cost follows the paths, not paths × items."""
+def _merge_managed(items: dict[str, list[Entry]], locked: Mapping[str, LockedSource]
+                   ) -> tuple[dict[str, list[Entry]], list[Entry], list[str]]:
+    """Managed items, each file under the outermost directory ``librarian.lock`` names as
+    an installed item, else under the outermost one holding a manifest, as update found
+    them (``upstream.find_item_trees`` searches no item's directory further: a SKILL.md
+    deeper in an item is one of its files). Each path's ancestors are looked up, so the
+    cost follows the paths, not paths x items. Also the files in no item (judged as stray
+    files: links, git's path rules, secrets) and the manifest directories of a locked
+    source that its lock does not name."""
+    installed = {f"{SOURCES_DIR}/{source}/{path}" for source, entry in locked.items()
+                 for path in entry.items}
     manifests = {p for p, entries in items.items() if p.startswith(SOURCES_DIR + "/")
                  and any(e[0].rsplit("/", 1)[-1] in MANIFEST_FILES.values() for e in entries)}
     merged: dict[str, list[Entry]] = {}
+    loose: list[Entry] = []
     for path, entries in items.items():
         if not path.startswith(SOURCES_DIR + "/"):
             merged[path] = entries
             continue
         parts = path.split("/")
         # sources/<source>/<dir>: a collection's own root is never an item
-        owner = next((m for m in ("/".join(parts[:depth]) for depth in range(3, len(parts) + 1))
-                      if m in manifests), None)
+        ancestors = ["/".join(parts[:depth]) for depth in range(3, len(parts) + 1)]
+        owner = next((a for a in ancestors if a in installed), None) or next(
+            (a for a in ancestors if a in manifests), None)
         if owner is not None:
             merged.setdefault(owner, []).extend(entries)
-    return merged
+        else:
+            loose.extend(entries)
+    unnamed = [f"{path}: holds a manifest but {LOCK_FILE} names no such item of "
+               f"{path.split('/')[1]} (sources/ holds what update installs)"
+               for path in sorted(merged) if path.startswith(SOURCES_DIR + "/")
+               and path not in installed and path.split("/")[1] in locked]
+    return merged, loose, unnamed
 
 
 def check_library(
@@ -275,7 +292,10 @@ def check_library(
                 locked = load_lock(top[LOCK_FILE][2](), LOCK_FILE)
         except LibrarianError as exc:
             problems.append(exc.message)
-        items = _merge_managed(items)
+        items, loose, unnamed = _merge_managed(items, locked)
+        problems.extend(unnamed)
+        for entry in loose:
+            problems.extend(_file_problems(entry, frozenset(policy.allowed_secrets)))
         skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
         expected = None if staged else expected_plugin_files(store, store.tree_of(store.head()))
         problems.extend(plugin_problems(manifests, expected, skill_dirs))

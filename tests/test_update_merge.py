@@ -469,3 +469,17 @@ def test_a_link_in_the_edited_item_is_a_conflict_not_a_merge(
     upstream.commit("two")
     line = _assert_refused_unchanged(capsys, library)
     assert "team:pdf" in line and "no merge" in line
+
+
+def test_an_item_that_becomes_a_directory_of_another_is_refused_not_a_crash(
+    library: Path, tmp_path: Path, capsys: Cap
+) -> None:
+    # a lost its manifest upstream: a/b is the item now (two changes on nested paths)
+    up = Upstream(tmp_path / "nested.git")
+    up.skill("skills/a").skill("skills/a/b").commit("a holds b")
+    assert lib(capsys, library, "source", "add", "team", up.url).code == 0
+    assert lib(capsys, library, "update").code == 0
+    up.remove("skills/a/SKILL.md").commit("b on its own")
+    line = _assert_refused_unchanged(capsys, library)
+    assert "upstream made sources/team/skills/a and sources/team/skills/a/b one inside" in line
+    assert "librarian source remove team" in line

@@ -275,6 +275,7 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
 def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup],
             releases: Mapping[str, VerifiedRelease]) -> str:
     store = tx.store
+    _refuse_nested_changes(plans)
     merged = _write_merged(store, plans)  # first: flush drops whatever else is staged
     crash_point("update-after-merge")
     new_locked = dict(tx.base.lock)
@@ -313,6 +314,23 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
     result = tx.commit_tree(root, "update " + ", ".join(summaries), trailers(
         "update", *pairs, backup=[b.ref for b in backups]))
     return result.commit
+
+
+def _refuse_nested_changes(plans: Sequence[SourcePlan]) -> None:
+    """An item whose directory upstream made part of another item (``a`` lost its
+    manifest and ``a/b`` is the item now) is two changes on nested paths, which one swap
+    cannot make: refused (exit 3) before anything is written, not a crash."""
+    for plan in plans:
+        paths = sorted(item.library_path for item in plan.changes)
+        for outer, inner in zip(paths, paths[1:], strict=False):
+            if inner.startswith(outer + "/"):
+                raise ConflictError(
+                    f"update refused: upstream made {outer} and {inner} one inside the "
+                    "other (an item's directory now holds another item, or no longer is "
+                    "one); nothing was changed",
+                    hint=f"remove the source (`librarian source remove {plan.source}`) and "
+                    "add it again to install the new layout; `librarian retain` a copy of "
+                    "any local edit of those items first")
 
 
 def _write_merged(store: GitStore, plans: Sequence[SourcePlan]) -> dict[str, ObjectId]:

@@ -477,9 +477,11 @@ def test_an_item_that_becomes_a_directory_of_another_is_refused_not_a_crash(
     # a lost its manifest upstream: a/b is the item now (two changes on nested paths)
     up = Upstream(tmp_path / "nested.git")
     up.skill("skills/a").skill("skills/a/b").commit("a holds b")
+    up.skill("skills/a-b").commit("a-b sorts between a and a/b")
     assert lib(capsys, library, "source", "add", "team", up.url).code == 0
     assert lib(capsys, library, "update").code == 0
-    up.remove("skills/a/SKILL.md").commit("b on its own")
+    up.remove("skills/a/SKILL.md").skill("skills/a-b", body="Changed too.\n")
+    up.commit("b on its own")
     line = _assert_refused_unchanged(capsys, library)
     assert "upstream made sources/team/skills/a and sources/team/skills/a/b one inside" in line
     assert "librarian source remove team" in line

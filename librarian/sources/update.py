@@ -321,11 +321,13 @@ def _refuse_nested_changes(plans: Sequence[SourcePlan]) -> None:
     manifest and ``a/b`` is the item now) is two changes on nested paths, which one swap
     cannot make: refused (exit 3) before anything is written, not a crash."""
     for plan in plans:
-        paths = sorted(item.library_path for item in plan.changes)
+        # By path + "/": a path's descendants sort right after it ("a-b" sorts between
+        # "a" and "a/b", "a-b/" does not come between "a/" and "a/b/").
+        paths = sorted(item.library_path + "/" for item in plan.changes)
         for outer, inner in zip(paths, paths[1:], strict=False):
-            if inner.startswith(outer + "/"):
+            if inner.startswith(outer):
                 raise ConflictError(
-                    f"update refused: upstream made {outer} and {inner} one inside the "
+                    f"update refused: upstream made {outer[:-1]} and {inner[:-1]} one inside the "
                     "other (an item's directory now holds another item, or no longer is "
                     "one); nothing was changed",
                     hint=f"remove the source (`librarian source remove {plan.source}`) and "

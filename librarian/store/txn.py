@@ -250,10 +250,12 @@ class Transaction:
                 leftovers.hold_index(library, journal.tx)
                 held = True
                 staged = apply.stage_changes(library.stage_dir / journal.tx, slots, store)
-                # What seeds the stat cache is judged by the file system's clock now: after
-                # every staged write, before any of it is visible (WorkTreeCache.seed).
-                stamp = statcache.racy_after_ns(library.cache_dir) if any(
-                    slot.seed is not None for slot in staged.values()) else None
+                # Items staged whole from bytes the plan hashed seed the stat cache, judged
+                # by the file system's clock now: after every staged write, before any of
+                # it is visible (statcache.WorkTreeCache.seed).
+                seeds = {journal.paths[number]: slot.seed for number, slot in staged.items()
+                         if slot.seed is not None}
+                stamp = statcache.racy_after_ns(library.cache_dir) if seeds else 0
                 journal.write(library)
             crash_point("after-journal")
             store.move_branch(base, new, message=subject.encode())
@@ -284,12 +286,7 @@ class Transaction:
             raise
         crash_point("after-swap")
         apply.discard(library, journal.tx)
-        # The items staged whole from bytes the plan hashed need not be read by the next
-        # status (statcache.WorkTreeCache.seed). Only a cache: nothing here can fail the change.
-        work_of = journal.work_of()
-        seeds = {journal.paths[number]: slot.seed for number, slot in staged.items()
-                 if slot.seed is not None and number not in work_of}
-        if seeds and stamp is not None:
+        if seeds:  # only a cache: nothing here can fail the change
             with contextlib.suppress(OSError, ValueError):
                 _seed_work_cache(library, seeds, stamp)
         # Fetches and large commits add packs; past 50, a bounded step merges the smallest

@@ -300,6 +300,9 @@ class WorkTreeCache:
         ``racy_after_ns`` taken after the last write and before the files could be seen:
         a file stamped in that tick of the file system's clock or later could change
         again without its stat moving (a one-second clock), so it is not remembered."""
+        # Written even if every seed is racy: a change's write steps then do not depend on
+        # the clock (tests/test_kill_every_step.py kills at each of them, counted once).
+        self._dirty = True
         limit = min(self._racy_after_ns, stamp)
         if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):
             return
@@ -309,7 +312,6 @@ class WorkTreeCache:
                                 for name, st in staged.files])
         self._seen[key] = encode_entry(key, Entry(staged.ids, signature, _UNLISTED,
                                                   tuple(name for name, _ in staged.files)))
-        self._dirty = True
 
     def _merged(self) -> Iterator[bytes | memoryview]:
         """The old records with this pass's in their place, new ones at the end: streamed,

@@ -22,7 +22,7 @@ def test_an_items_kind_does_not_depend_on_the_kinds_memo(
     library: Path, tmp_path: Path, capsys: Cap
 ) -> None:
     """A skill holding a *directory* named recipe.yaml: validation calls it a skill and
-    install remembers that (remember_kind); the listing without the memo (``_kind_of``,
+    install remembers that (remember_kind); the listing without the memo (``item_kind``,
     both manifest names among the tree's entries) calls it no item. The two must agree."""
     up = Upstream(tmp_path / "up.git")
     up.skill("skills/pdf").skill("skills/odd")

@@ -131,7 +131,7 @@ class Item:
         return self.name.split(":", 1)[-1]
 
 
-def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
+def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
     """The kind of the item whose tree is ``tree`` (None: not an item), remembered by tree
     id: listing 10,000 items then reads no item's tree again (store/memo.py)."""
     memo = ShortMemo.of(store, "kinds")
@@ -146,14 +146,8 @@ def _kind_of(store: GitStore, tree: ObjectId) -> ItemKind | None:
     return kind
 
 
-def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
-    """The kind of the item whose tree is ``tree`` (None: not an item), from the kinds
-    memo when it knows the tree."""
-    return _kind_of(store, tree)
-
-
 def remember_kind(store: GitStore, tree: ObjectId, paths: Iterable[str]) -> None:
-    """The kind of the item whose tree ``tree`` holds files at ``paths``, as ``_kind_of``
+    """The kind of the item whose tree ``tree`` holds files at ``paths``, as ``item_kind``
     would read it from the tree (its top entries: files and directories alike), so that
     listings need not read it (an install's commit lists all its items right away, for the
     plugin manifests). What validation calls the item does not enter: a skill holding a
@@ -190,8 +184,8 @@ def _items_in(
     for name, child in store.tree_children(entry.sha):
         if not stat.S_ISDIR(child.mode):
             continue
-        item_kind = kind or _kind_of(store, child.sha) or "skill"
-        yield Item(name, item_kind, state, f"{directory}/{name}", child.sha)
+        found = kind or item_kind(store, child.sha) or "skill"
+        yield Item(name, found, state, f"{directory}/{name}", child.sha)
 
 
 def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[Item]:
@@ -205,7 +199,7 @@ def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[
 
 
 def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> Iterator[Item]:
-    kind = _kind_of(store, tree)
+    kind = item_kind(store, tree)
     if kind is not None:
         yield Item(f"{source}:{path.rsplit('/', 1)[-1]}", kind, "managed", path, tree)
         return

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
@@ -15,7 +16,7 @@ from librarian.formats.config import (
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.guard import refuse_linked_state
-from librarian.store.memo import ShortMemo
+from librarian.store.memo import BlobMemo, ShortMemo
 
 STATE_DIR = "librarian"  # inside .git/
 
@@ -161,14 +162,72 @@ def committed_items(store: GitStore, root_tree: ObjectId | None) -> Iterator[Ite
     """Retained items, drafts and managed items of ``root_tree``, in path order.
 
     Directories under skills/, recipes/ and drafts/ are items by position; their kind comes
-    from the manifest they hold (a draft's kind is its content's)."""
+    from the manifest they hold (a draft's kind is its content's). A long list is
+    remembered by its top directory's tree id (``_remembered``)."""
     if root_tree is None:
         return
     top = store.tree_items(root_tree)
     for kind, directory in KIND_DIRS.items():
-        yield from _items_in(store, top, directory, "retained", kind)
-    yield from _items_in(store, top, DRAFTS_DIR, "draft", None)
-    yield from managed_items(store, top.get(SOURCES_DIR))
+        yield from _remembered(store, top.get(directory), directory,
+                               partial(_items_in, store, top, directory, "retained", kind))
+    yield from _remembered(store, top.get(DRAFTS_DIR), DRAFTS_DIR,
+                           partial(_items_in, store, top, DRAFTS_DIR, "draft", None))
+    yield from _remembered(store, top.get(SOURCES_DIR), SOURCES_DIR,
+                           partial(managed_items, store, top.get(SOURCES_DIR)))
+
+
+#: Lists shorter than this are listed again each time: reading a file would cost more.
+REMEMBERED_ITEMS = 64
+_STATES = {"retained": b"r", "draft": b"d", "managed": b"m"}
+_KINDS: dict[ItemKind, bytes] = {kind: kind[0].encode("ascii") for kind in MANIFEST_FILES}
+_STATE_OF: dict[int, ItemState] = {code[0]: state for state, code in _STATES.items()}
+_KIND_OF: dict[int, ItemKind] = {code[0]: kind for kind, code in _KINDS.items()}
+
+
+def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,
+                listing: Callable[[], Iterator[Item]]) -> Iterator[Item]:
+    """The items under one top directory: decoded from the list remembered for its tree
+    id (``cache/list-<directory>.bin``), else listed, and remembered when long. Listing
+    10,000 items reads 10,000 kinds and builds 30,000 strings; decoding reads one buffer."""
+    if entry is None or not stat.S_ISDIR(entry.mode):
+        return
+    memo = BlobMemo.of(store, f"list-{directory}")
+    key = entry.sha.decode()
+    known = memo.get(key)
+    if known is not None:
+        decoded = _decode_items(known)
+        if decoded is not None:
+            yield from decoded
+            return
+    items = list(listing())
+    if len(items) >= REMEMBERED_ITEMS:
+        memo.put(key, _encode_items(items))
+    yield from items
+
+
+def _encode_items(items: Iterable[Item]) -> bytes:
+    return b"\0".join(_STATES[item.state] + _KINDS[item.kind] + item.tree
+                      + item.path.encode("utf-8", "surrogateescape") for item in items)
+
+
+def _decode_items(data: bytes) -> list[Item] | None:
+    """The items of a remembered list, or None if it does not decode (then listed again).
+    Each record: state, kind, 40 hex digits of the tree id, the library path."""
+    items: list[Item] = []
+    append = items.append
+    try:
+        for record in data.split(b"\0"):
+            if len(record) <= 42:
+                return None
+            state, kind, tree = _STATE_OF[record[0]], _KIND_OF[record[1]], record[2:42]
+            path = record[42:].decode("utf-8", "surrogateescape")
+            name = path.rsplit("/", 1)[-1]
+            if state == "managed":
+                name = f"{path.split('/', 2)[1]}:{name}"
+            append(Item(name, kind, state, path, tree))
+    except (KeyError, IndexError):
+        return None
+    return items
 
 
 def _items_in(

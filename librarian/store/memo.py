@@ -12,6 +12,10 @@ was opened with) starts over.
 A ``ShortMemo`` holds one short word per tree id (an item's kind, read for every item a
 command lists) in ``<name>.bin``: sorted fixed-shape records (``store/statfile.py``)
 read as one buffer, so 10,000 kinds are 280 KB of bytes rather than a JSON map.
+
+A ``BlobMemo`` holds one value for one tree id in ``<name>.bin`` (the item list of the
+last ``sources/`` tree listed, read whole by every command that lists items): a new tree
+id replaces it.
 """
 
 from __future__ import annotations
@@ -24,15 +28,21 @@ from typing import Any, TypeVar
 
 from librarian.core.fsutil import atomic_write
 from librarian.store.gitstore import GitStore
-from librarian.store.statfile import SHORT_MEMO_MAGIC, SortedFile, identity_of
+from librarian.store.statfile import (
+    SHORT_MEMO_MAGIC,
+    SortedFile,
+    identity_of,
+    read_blob,
+    write_blob,
+)
 
 MAX_ENTRIES = 500_000
 _VERSION = 1
 #: The memos of each open store, by file name in its ``.git/librarian/cache``.
-_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo]] = \
+_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo | BlobMemo]] = \
     weakref.WeakKeyDictionary()
 _WORD = 8
-_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo")
+_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo", "BlobMemo")
 
 
 def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
@@ -145,3 +155,51 @@ class ShortMemo:
                 self._file.write(self._path, self._identity, self._new)
                 (self._path.parent / f"{self._path.stem}.json").unlink(missing_ok=True)
         self._new = {}
+
+
+class BlobMemo:
+    """One tree id (hex) -> bytes, in ``<name>.bin``; read only when first asked."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._identity = identity_of(path.parent.parent.parent)  # .git
+        self._read: tuple[bytes, bytes] | None | bool = False  # False: not read yet
+        self._new: tuple[bytes, bytes] | None = None
+
+    @classmethod
+    def of(cls, store: GitStore, name: str) -> BlobMemo:
+        """The blob memo ``name`` of this open store (one per store and name)."""
+        return _one_per_store(cls, store, f"{name}.bin")
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            tree = bytes.fromhex(key)
+        except ValueError:
+            return None
+        for held in (self._new, self._held()):
+            if held is not None and held[0] == tree:
+                return held[1]
+        return None
+
+    def _held(self) -> tuple[bytes, bytes] | None:
+        if self._read is False:
+            self._read = read_blob(self._path, self._identity)
+        return self._read if not isinstance(self._read, bool) else None
+
+    def put(self, key: str, value: bytes) -> None:
+        try:
+            tree = bytes.fromhex(key)
+        except ValueError:
+            return
+        if len(tree) == 20 and self.get(key) != value:
+            self._new = (tree, value)
+
+    def save(self) -> None:
+        if self._new is None or self._identity is None or \
+                not self._path.parent.parent.is_dir():
+            return
+        with contextlib.suppress(OSError):
+            self._path.parent.mkdir(exist_ok=True)
+            if not self._path.parent.is_symlink():
+                write_blob(self._path, self._identity, *self._new)
+        self._read, self._new = self._new, None

@@ -18,6 +18,13 @@ tree id -> a word of at most 8 ASCII bytes, e.g. an item's kind: ``kinds.bin``):
             (sorted by tree id, no duplicates)
     trailer BLAKE2b-128 of everything before it
 
+``<name>.bin`` of a blob memo (``store/memo.py``: one value derived from one tree id,
+e.g. the item list of ``sources/``)::
+
+    header  b"LBBL" | u32 version | u64 st_dev | u64 st_ino | u32 count (1)
+    record  20-byte SHA-1 tree id | the value's bytes
+    trailer BLAKE2b-128 of everything before it
+
 Little-endian; names are UTF-8 (surrogate escapes for undecodable bytes). ``st_dev`` and
 ``st_ino`` are those of the library's ``.git`` directory, so a cache copied from another
 library is not read. A cache is never the truth: a file that is absent, a symlink, of
@@ -45,6 +52,7 @@ VERSION = 1
 ITEMS_MAGIC = b"LBWT"
 DIGESTS_MAGIC = b"LBDG"
 SHORT_MEMO_MAGIC = b"LBSM"
+BLOB_MAGIC = b"LBBL"
 HEADER = struct.Struct("<4sLQQL")
 TRAILER = 16
 SIGNATURE = 16
@@ -323,3 +331,23 @@ class DigestsFile(SortedFile):
         """The digest of the binary tree id ``tree``, or None."""
         value = self.get(tree)
         return None if value is None else _DIGEST_PREFIX + value.hex()
+
+
+# -- a blob memo ---------------------------------------------------------------------------
+
+
+def read_blob(path: Path, identity: Identity | None) -> tuple[bytes, bytes] | None:
+    """The (binary tree id, value) a blob memo holds, or None."""
+    found = _read(path, BLOB_MAGIC, identity)
+    if found is None:
+        return None
+    data, count = found
+    if count != 1 or len(data) < HEADER.size + 20 + TRAILER:
+        return None
+    return data[HEADER.size:HEADER.size + 20], data[HEADER.size + 20:-TRAILER]
+
+
+def write_blob(path: Path, identity: Identity, tree: bytes, value: bytes) -> None:
+    if len(tree) != 20:
+        raise ValueError("a tree id is 20 bytes")
+    _write(path, BLOB_MAGIC, identity, (tree + value,))

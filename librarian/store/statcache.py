@@ -42,6 +42,7 @@ from librarian.store.statfile import (
     DigestsFile,
     Entry,
     ItemsFile,
+    RawEntry,
     digest_bytes,
     encode_entry,
     identity_of,
@@ -158,28 +159,32 @@ def _full_scan(directory: str, racy_after_ns: int, device: int | None = None,
     return Scan(_signature(records), racy, tuple(dirs), tuple(name for name, _ in records))
 
 
-def _unchanged(directory: str, entry: Entry, racy_after_ns: int) -> bool:
+_DIR_STAMP = struct.Struct("<qq")  # mtime_ns, ctime_ns: as items.bin stores them
+
+
+def _unchanged(directory: str, entry: RawEntry, racy_after_ns: int) -> bool:
     """Whether the cached lstat of every directory and file still holds (a directory's
     mtime and ctime move whenever an entry is added, removed or renamed in it; ctime also
     moves when the mtime is set back, e.g. by ``touch -d``). Saves reading 40,000
-    directories on a 10,000-item library."""
+    directories on a 10,000-item library; compares packed bytes, one comparison per
+    item, since 90,000 lstats of such a library are most of a status."""
     base = os.fsencode(directory)
     lstat = os.lstat
-    for relative, mtime, ctime in entry.dirs:
-        st = lstat(base + b"/" + relative if relative else base)
-        if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime or ctime >= racy_after_ns or (
-                not stat.S_ISDIR(st.st_mode)):
-            return False
+    found = [lstat(base + b"/" + relative if relative else base)
+             for relative in entry.dir_names]
+    stamp = _DIR_STAMP.pack
+    if b"".join([stamp(st.st_mtime_ns, st.st_ctime_ns) for st in found]) != (
+            entry.dir_times) or not all(
+            st.st_ctime_ns < racy_after_ns and stat.S_ISDIR(st.st_mode) for st in found):
+        return False
     pack = _STAT.pack
-    hasher = hashlib.blake2b(digest_size=SIGNATURE)
-    update = hasher.update
     base += b"/"
-    for relative in entry.files:
-        # the mode is signed too: a file replaced by anything else never matches
-        st = lstat(base + relative)
-        update(relative)
-        update(pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode))
-    return hasher.digest() == entry.signature
+    # the signature is over each file's path and lstat in path order (``_signature``); the
+    # mode is signed too, so a file replaced by anything else never matches
+    signed = b"".join([relative + pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                                       st.st_mode)
+                       for relative in entry.files for st in (lstat(base + relative),)])
+    return hashlib.blake2b(signed, digest_size=SIGNATURE).digest() == entry.signature
 
 
 @dataclass(frozen=True)
@@ -247,15 +252,15 @@ class WorkTreeCache:
             self._cursor = index + 1
         return index
 
-    def _cached(self, key: str) -> tuple[int, Entry] | None:
+    def _cached(self, key: str) -> tuple[int, RawEntry] | None:
         index = self._find(key)
         if index is None:
             return None
         try:
-            found, entry = self._file.decode(index)
+            entry = self._file.decode_raw(index)
         except CacheFormatError:
             return None
-        return (index, entry) if found == key else None
+        return (index, entry) if entry.key == key else None
 
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
         """Ids of ``directory``; None when it holds no files. Raises NotRegularFile."""

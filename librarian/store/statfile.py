@@ -45,6 +45,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from librarian.core.fsutil import atomic_write
 
@@ -169,8 +170,27 @@ def _split(data: bytes, count: int) -> list[bytes]:
     return names
 
 
-def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[str, Entry]:
-    """The key and entry of the record at ``data[start:end]`` (exactly one record)."""
+class RawEntry(NamedTuple):
+    """A record's parts as stored, for the quick look (``statcache._unchanged``): names not
+    decoded, the directories' stamps as the bytes they are stored as. A named tuple: one
+    is built per item a status looks at, and a frozen dataclass costs four times more."""
+
+    key: str
+    ids: tuple[bytes, str] | None
+    signature: bytes
+    dir_names: list[bytes]
+    dir_times: bytes  # (i64 mtime_ns, i64 ctime_ns) per directory, little-endian
+    files: list[bytes]
+
+    def entry(self) -> Entry:
+        times = struct.unpack(f"<{2 * len(self.dir_names)}q", self.dir_times)
+        return Entry(self.ids, self.signature,
+                     tuple(zip(self.dir_names, times[0::2], times[1::2], strict=True)),
+                     tuple(self.files))
+
+
+def decode_raw(data: bytes, start: int = 0, end: int | None = None) -> RawEntry:
+    """The record at ``data[start:end]`` (exactly one record)."""
     end = len(data) if end is None else end
     try:
         pos = start + 4
@@ -188,17 +208,24 @@ def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[s
         count, length = _DIRS.unpack_from(data, pos)
         pos += _DIRS.size + length
         names = _split(data[pos - length:pos], count)
-        times = struct.unpack_from(f"<{2 * count}q", data, pos)
+        times = data[pos:pos + 16 * count]
         pos += 16 * count
-        dirs = tuple(zip(names, times[0::2], times[1::2], strict=True))
+        if len(times) != 16 * count:
+            raise CacheFormatError("a record ends inside its directories' stamps")
         count, length = _FILES.unpack_from(data, pos)
         pos += _FILES.size + length
-        files = tuple(_split(data[pos - length:pos], count))
+        files = _split(data[pos - length:pos], count)
     except (struct.error, IndexError) as error:
         raise CacheFormatError(str(error)) from None
     if pos != end:
         raise CacheFormatError("a record's length does not match its content")
-    return key, Entry(ids, signature, dirs, files)
+    return RawEntry(key, ids, signature, names, times, files)
+
+
+def decode_entry(data: bytes, start: int = 0, end: int | None = None) -> tuple[str, Entry]:
+    """The key and entry of the record at ``data[start:end]`` (exactly one record)."""
+    raw = decode_raw(data, start, end)
+    return raw.key, raw.entry()
 
 
 class ItemsFile:
@@ -236,6 +263,9 @@ class ItemsFile:
 
     def decode(self, index: int) -> tuple[str, Entry]:
         return decode_entry(self.data, self.offsets[index], self.offsets[index + 1])
+
+    def decode_raw(self, index: int) -> RawEntry:
+        return decode_raw(self.data, self.offsets[index], self.offsets[index + 1])
 
     def key(self, index: int) -> str | None:
         """The key of record ``index`` (None if it does not decode)."""

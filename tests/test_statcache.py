@@ -236,3 +236,17 @@ def test_kinds_memo_is_binary_and_a_damaged_one_is_ignored(settled: Library) -> 
 def test_a_name_holding_nul_is_refused_by_the_encoder() -> None:
     with pytest.raises(ValueError):
         encode_entry("k", Entry(None, bytes(16), (), (b"a\0b",)))
+
+
+@pytest.mark.parametrize("link", ["loop", "directory"])
+def test_a_directory_replaced_by_a_link_is_modified(settled: Library, link: str) -> None:
+    # alpha's record lists notes/; a link in its place is looked at, never followed (a
+    # loop used to crash the quick look, which stats every listed directory first)
+    notes = settled.root / "skills" / "alpha" / "notes"
+    shutil.rmtree(notes)
+    if link == "loop":
+        notes.symlink_to("notes")
+    else:
+        notes.symlink_to(settled.root / "skills" / "beta")
+    assert _states(settled) == {"skills/alpha": "modified", "skills/beta": "clean"}
+

@@ -170,7 +170,9 @@ def _unchanged(directory: str, entry: RawEntry, racy_after_ns: int) -> bool:
     item, since 90,000 lstats of such a library are most of a status."""
     base = os.fsencode(directory)
     lstat = os.lstat
-    found = [lstat(base + b"/" + relative if relative else base)
+    # names are stored as b"sub/": the slash is dropped so that a link put in a
+    # directory's place is looked at, never followed
+    found = [lstat(base + b"/" + relative.rstrip(b"/") if relative else base)
              for relative in entry.dir_names]
     stamp = _DIR_STAMP.pack
     if b"".join([stamp(st.st_mtime_ns, st.st_ctime_ns) for st in found]) != (
@@ -269,7 +271,7 @@ class WorkTreeCache:
             index, entry = cached
             try:
                 same = _unchanged(directory, entry, self._racy_after_ns)
-            except (FileNotFoundError, NotADirectoryError):
+            except OSError:  # gone, a file or a link loop now, not searchable: look again
                 same = False
             if same:
                 self._seen[key] = index

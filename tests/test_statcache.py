@@ -3,6 +3,7 @@ that is damaged, from another library or a symlink is never trusted into a wrong
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -250,3 +251,15 @@ def test_a_directory_replaced_by_a_link_is_modified(settled: Library, link: str)
         notes.symlink_to(settled.root / "skills" / "beta")
     assert _states(settled) == {"skills/alpha": "modified", "skills/beta": "clean"}
 
+
+def test_a_fifo_in_place_of_a_cache_is_not_waited_on(
+    settled: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # opened without O_NONBLOCK, a FIFO blocks until a writer comes: status would hang
+    for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE, "kinds.bin", "inspect.json"):
+        path = settled.cache_dir / name
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+    counter = HashCounter(monkeypatch)
+    assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}
+    assert counter.calls == 2, "nothing read from a FIFO"

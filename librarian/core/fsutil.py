@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -198,6 +199,26 @@ def write_file_durably(path: AnyPath, data: bytes, *,
             st = os.fstat(fd)
         fsync_fd(fd, path)
         return st
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: AnyPath) -> bytes | None:
+    """The bytes of the regular file at ``path``; None when it is absent, a symlink (never
+    followed), anything but a regular file (a FIFO is opened without waiting for a
+    writer) or unreadable. For caches, which are only ever a shortcut."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError:
+        return None
     finally:
         os.close(fd)
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from librarian.core.fsutil import atomic_write
+from librarian.core.fsutil import atomic_write, read_regular
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
 from librarian.store.manifests import summarize
@@ -18,9 +18,10 @@ ITEMS_CACHE = "prompt-items.json"
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    data = read_regular(path)  # a link is never followed, a FIFO never waited on
     try:
-        document = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        document = json.loads(data) if data is not None else None
+    except ValueError:
         return {}
     if not isinstance(document, dict) or document.get("version") != CACHE_VERSION:
         return {}

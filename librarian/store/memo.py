@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 from typing import Any, TypeVar
 
-from librarian.core.fsutil import atomic_write
+from librarian.core.fsutil import atomic_write, read_regular
 from librarian.store.gitstore import GitStore
 from librarian.store.statfile import (
     SHORT_MEMO_MAGIC,
@@ -62,9 +62,12 @@ class TreeMemo:
         self._entries: dict[str, Any] = {}
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):
-            if path.parent.is_symlink() or path.is_symlink():
+            if path.parent.is_symlink():
                 return  # a link in the cache is never followed: the memo starts empty
-            document = json.loads(path.read_bytes())
+            data = read_regular(path)
+            if data is None:
+                return
+            document = json.loads(data)
             if isinstance(document, dict) and document.get("version") == _VERSION and \
                     isinstance(document.get("entries"), dict):
                 self._entries = document["entries"]

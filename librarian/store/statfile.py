@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import stat
 import struct
 from array import array
@@ -47,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from librarian.core.fsutil import atomic_write
+from librarian.core.fsutil import atomic_write, read_regular
 
 VERSION = 1
 ITEMS_MAGIC = b"LBWT"
@@ -94,19 +93,9 @@ def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[bytes, i
     """The file's bytes (checksum verified) and its record count, or None."""
     if identity is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except OSError:  # absent, or a symlink (ELOOP): never followed
+    data = read_regular(path)
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(data) < HEADER.size + TRAILER:
         return None
     if hashlib.blake2b(memoryview(data)[:-TRAILER], digest_size=TRAILER).digest() != (

@@ -17,9 +17,11 @@ from librarian.store.library import (
     Library,
     _decode_items,
     _encode_items,
+    _remembered,
     committed_items,
 )
-from librarian.store.memo import TreeMemo
+from librarian.store.memo import BlobMemo, TreeMemo
+from librarian.store.statfile import identity_of, write_blob
 
 Cap = pytest.CaptureFixture[str]
 LIST = Path(".git/librarian/cache/list-sources.bin")
@@ -91,16 +93,50 @@ def test_a_damaged_or_forged_list_is_listed_again(
     assert not (library / LIST).is_symlink()  # the save replaced the link, not its target
 
 
+def test_a_forged_list_with_a_valid_checksum_is_listed_again(
+        tmp_path: Path, library: Path, capsys: Cap) -> None:
+    install(capsys, library, _upstream(tmp_path, REMEMBERED_ITEMS))
+    truth = _listed(library, save=True)
+    with Library(library).store() as store:
+        key = bytes.fromhex(store.lookup(store.tree_of(store.head()), "sources").sha.decode())
+    identity = identity_of(library / ".git")
+    assert identity is not None
+    good = _encode_items(truth)
+    for forged in (b"mszzzz" + good[6:],  # not a tree id
+                   good.replace(b"sources/team/", b"sources/../../", 1),  # outside
+                   good.replace(b"sources/team/", b"skills/team/", 1),  # another top
+                   b"rs" + good[2:],  # a retained item under sources/
+                   good + b"\0ms" + b"0" * 40 + b"sources/team/"):  # an empty name
+        write_blob(library / LIST, identity, key, forged)
+        assert _listed(library) == truth
+    status = cli(capsys, library, "status")
+    assert status.code == 0 and "../" not in status.out
+
+
+def test_a_caller_that_stops_early_reads_no_further(
+        tmp_path: Path, library: Path, capsys: Cap) -> None:
+    install(capsys, library, _upstream(tmp_path, REMEMBERED_ITEMS))
+    (library / LIST).unlink(missing_ok=True)
+    with Library(library).store() as store:
+        listing = committed_items(store, store.tree_of(store.head()))
+        first = next(listing)
+        listing.close()  # as a lookup that found its item does
+        TreeMemo.save_all(store)
+    assert first.name == "team:s000"
+    assert not (library / LIST).exists(), "a part of a list is never remembered"
+
+
 names = st.text(st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)),
-                min_size=1, max_size=12)
+                min_size=1, max_size=12).filter(lambda name: name not in (".", ".."))
 trees = st.binary(min_size=20, max_size=20).map(lambda raw: raw.hex().encode())
+TOPS = {"retained": "skills", "draft": "drafts", "managed": "sources"}
 
 
 @st.composite
-def item_lists(draw: st.DrawFn) -> list[Item]:
-    items = []
-    for state, top in draw(st.lists(st.sampled_from(
-            [("retained", "skills"), ("draft", "drafts"), ("managed", "sources")]))):
+def item_lists(draw: st.DrawFn) -> tuple[str, list[Item]]:
+    state = draw(st.sampled_from(sorted(TOPS)))
+    top, items = TOPS[state], []
+    for _ in range(draw(st.integers(1, 6))):
         name, kind = draw(names), draw(st.sampled_from(["skill", "recipe"]))
         if state == "managed":
             source, middle = draw(names), draw(st.lists(names, max_size=2))
@@ -108,16 +144,36 @@ def item_lists(draw: st.DrawFn) -> list[Item]:
             items.append(Item(f"{source}:{name}", kind, state, path, draw(trees)))
         else:
             items.append(Item(name, kind, state, f"{top}/{name}", draw(trees)))
-    return items
+    return top, items
 
 
 @given(item_lists())
-def test_a_list_decodes_to_what_was_encoded(items: list[Item]) -> None:
-    if items:
-        assert _decode_items(_encode_items(items)) == items
+def test_a_list_decodes_to_what_was_encoded(drawn: tuple[str, list[Item]]) -> None:
+    top, items = drawn
+    assert _decode_items(_encode_items(items), top) == items
 
 
-@given(st.binary(max_size=200))
-def test_any_bytes_decode_to_a_list_or_none(data: bytes) -> None:
-    decoded = _decode_items(data)
-    assert decoded is None or all(isinstance(item, Item) for item in decoded)
+@given(st.binary(max_size=200), st.sampled_from(sorted(TOPS.values())))
+def test_any_bytes_decode_to_a_list_under_the_directory_or_none(data: bytes, top: str) -> None:
+    decoded = _decode_items(data, top)
+    assert decoded is None or all(
+        item.path.startswith(top + "/") and ".." not in item.path.split("/")
+        for item in decoded)
+
+
+def test_a_list_that_would_not_decode_the_same_is_not_remembered(
+        tmp_path: Path, library: Path, capsys: Cap) -> None:
+    # a tree made by hand may hold a name with "/" (fsck refuses it in a fetch): the list
+    # rebuilds names from paths, so such a list is listed each time instead
+    install(capsys, library, _upstream(tmp_path, 2))
+    with Library(library).store() as store:
+        entry = store.lookup(store.tree_of(store.head()), "sources")
+        assert entry is not None
+        odd = [Item(f"team:s/{n}", "skill", "managed", f"sources/team/s/{n}", b"0" * 40)
+               for n in range(REMEMBERED_ITEMS)]
+        assert list(_remembered(store, entry, "sources", lambda: iter(odd))) == odd
+        assert BlobMemo.of(store, "list-sources").get(entry.sha.decode()) is None
+        plain = [Item(f"team:{n}", "skill", "managed", f"sources/team/{n}", b"0" * 40)
+                 for n in range(REMEMBERED_ITEMS)]
+        assert list(_remembered(store, entry, "sources", lambda: iter(plain))) == plain
+        assert BlobMemo.of(store, "list-sources").get(entry.sha.decode()) is not None

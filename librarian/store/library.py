@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
@@ -182,6 +183,8 @@ _STATES = {"retained": b"r", "draft": b"d", "managed": b"m"}
 _KINDS: dict[ItemKind, bytes] = {kind: kind[0].encode("ascii") for kind in MANIFEST_FILES}
 _STATE_OF: dict[int, ItemState] = {code[0]: state for state, code in _STATES.items()}
 _KIND_OF: dict[int, ItemKind] = {code[0]: kind for kind, code in _KINDS.items()}
+_STATE_IN: dict[str, ItemState] = {**{directory: "retained" for directory in KIND_DIRS.values()},
+             DRAFTS_DIR: "draft", SOURCES_DIR: "managed"}
 
 
 def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,
@@ -195,14 +198,25 @@ def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,
     key = entry.sha.decode()
     known = memo.get(key)
     if known is not None:
-        decoded = _decode_items(known)
+        decoded = _decode_items(known, directory)
         if decoded is not None:
             yield from decoded
             return
-    items = list(listing())
-    if len(items) >= REMEMBERED_ITEMS:
+    items: list[Item] = []
+    for item in listing():  # streamed: a caller that stops early reads no further tree
+        items.append(item)
+        yield item
+    # only a whole list is remembered, and only one that decodes back the same (a name
+    # holding "/" in a tree made by hand would not)
+    if len(items) >= REMEMBERED_ITEMS and all(map(_named_by_path, items)):
         memo.put(key, _encode_items(items))
-    yield from items
+
+
+def _named_by_path(item: Item) -> bool:
+    name = item.path.rsplit("/", 1)[-1]
+    if item.state == "managed":
+        name = f"{item.path.split('/', 2)[1]}:{name}"
+    return item.name == name
 
 
 def _encode_items(items: Iterable[Item]) -> bytes:
@@ -210,23 +224,37 @@ def _encode_items(items: Iterable[Item]) -> bytes:
                       + item.path.encode("utf-8", "surrogateescape") for item in items)
 
 
-def _decode_items(data: bytes) -> list[Item] | None:
-    """The items of a remembered list, or None if it does not decode (then listed again).
-    Each record: state, kind, 40 hex digits of the tree id, the library path."""
+#: One component of a path: not empty, "." or ".." (nor holding "/" or NUL)
+_COMPONENT = rb"(?!\.\.?(?:/|\x00|\Z))[^\x00/]+"
+
+
+@cache
+def _list_shape(directory: str) -> re.Pattern[bytes]:
+    """A whole remembered list of ``directory``: records of its items' state, a kind, 40
+    hex digits and a path under it; matched in one pass, not a check per record."""
+    state = re.escape(_STATES[_STATE_IN[directory]])
+    kinds = b"".join(re.escape(code) for code in _KINDS.values())
+    record = (state + b"[" + kinds + b"][0-9a-f]{40}" + re.escape(directory.encode())
+              + b"(?:/" + _COMPONENT + b")+")
+    return re.compile(record + b"(?:\x00" + record + b")*")
+
+
+def _decode_items(data: bytes, directory: str) -> list[Item] | None:
+    """The items of a remembered list, or None if it is not one (then listed again), so
+    that a forged list can neither crash a command nor name a path elsewhere. Each
+    record: state, kind, 40 hex digits of the tree id, the library path."""
+    if _list_shape(directory).fullmatch(data) is None:
+        return None
     items: list[Item] = []
     append = items.append
-    try:
-        for record in data.split(b"\0"):
-            if len(record) <= 42:
-                return None
-            state, kind, tree = _STATE_OF[record[0]], _KIND_OF[record[1]], record[2:42]
-            path = record[42:].decode("utf-8", "surrogateescape")
-            name = path.rsplit("/", 1)[-1]
-            if state == "managed":
-                name = f"{path.split('/', 2)[1]}:{name}"
-            append(Item(name, kind, state, path, tree))
-    except (KeyError, IndexError):
-        return None
+    state = _STATE_IN[directory]
+    managed = state == "managed"
+    for record in data.split(b"\0"):
+        path = record[42:].decode("utf-8", "surrogateescape")
+        name = path.rsplit("/", 1)[-1]
+        if managed:
+            name = f"{path.split('/', 2)[1]}:{name}"
+        append(Item(name, _KIND_OF[record[1]], state, path, record[2:42]))
     return items
 
 

@@ -183,8 +183,9 @@ _STATES = {"retained": b"r", "draft": b"d", "managed": b"m"}
 _KINDS: dict[ItemKind, bytes] = {kind: kind[0].encode("ascii") for kind in MANIFEST_FILES}
 _STATE_OF: dict[int, ItemState] = {code[0]: state for state, code in _STATES.items()}
 _KIND_OF: dict[int, ItemKind] = {code[0]: kind for kind, code in _KINDS.items()}
-_STATE_IN: dict[str, ItemState] = {**{directory: "retained" for directory in KIND_DIRS.values()},
-             DRAFTS_DIR: "draft", SOURCES_DIR: "managed"}
+_STATE_IN: dict[str, ItemState] = {
+    **{directory: "retained" for directory in KIND_DIRS.values()},
+    DRAFTS_DIR: "draft", SOURCES_DIR: "managed"}
 
 
 def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,

@@ -179,10 +179,10 @@ class BlobMemo:
             tree = bytes.fromhex(key)
         except ValueError:
             return None
-        for held in (self._new, self._held()):
-            if held is not None and held[0] == tree:
-                return held[1]
-        return None
+        if self._new is not None and self._new[0] == tree:
+            return self._new[1]
+        held = self._held()  # the file is read only when the new value is not the one
+        return held[1] if held is not None and held[0] == tree else None
 
     def _held(self) -> tuple[bytes, bytes] | None:
         if self._read is False:

@@ -20,7 +20,7 @@ from librarian.store.library import (
     _remembered,
     committed_items,
 )
-from librarian.store.memo import BlobMemo, TreeMemo
+from librarian.store.memo import LastValueMemo, TreeMemo
 from librarian.store.statfile import identity_of, write_blob
 
 Cap = pytest.CaptureFixture[str]
@@ -172,8 +172,8 @@ def test_a_list_that_would_not_decode_the_same_is_not_remembered(
         odd = [Item(f"team:s/{n}", "skill", "managed", f"sources/team/s/{n}", b"0" * 40)
                for n in range(REMEMBERED_ITEMS)]
         assert list(_remembered(store, entry, "sources", lambda: iter(odd))) == odd
-        assert BlobMemo.of(store, "list-sources").get(entry.sha.decode()) is None
+        assert LastValueMemo.of(store, "list-sources").get(entry.sha.decode()) is None
         plain = [Item(f"team:{n}", "skill", "managed", f"sources/team/{n}", b"0" * 40)
                  for n in range(REMEMBERED_ITEMS)]
         assert list(_remembered(store, entry, "sources", lambda: iter(plain))) == plain
-        assert BlobMemo.of(store, "list-sources").get(entry.sha.decode()) is not None
+        assert LastValueMemo.of(store, "list-sources").get(entry.sha.decode()) is not None

@@ -17,7 +17,7 @@ from librarian.formats.config import (
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.guard import refuse_linked_state
-from librarian.store.memo import BlobMemo, ShortMemo
+from librarian.store.memo import LastValueMemo, ShortMemo
 
 STATE_DIR = "librarian"  # inside .git/
 
@@ -181,7 +181,6 @@ def committed_items(store: GitStore, root_tree: ObjectId | None) -> Iterator[Ite
 REMEMBERED_ITEMS = 64
 _STATES = {"retained": b"r", "draft": b"d", "managed": b"m"}
 _KINDS: dict[ItemKind, bytes] = {kind: kind[0].encode("ascii") for kind in MANIFEST_FILES}
-_STATE_OF: dict[int, ItemState] = {code[0]: state for state, code in _STATES.items()}
 _KIND_OF: dict[int, ItemKind] = {code[0]: kind for kind, code in _KINDS.items()}
 _STATE_IN: dict[str, ItemState] = {
     **{directory: "retained" for directory in KIND_DIRS.values()},
@@ -195,7 +194,7 @@ def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,
     10,000 items reads 10,000 kinds and builds 30,000 strings; decoding reads one buffer."""
     if entry is None or not stat.S_ISDIR(entry.mode):
         return
-    memo = BlobMemo.of(store, f"list-{directory}")
+    memo = LastValueMemo.of(store, f"list-{directory}")
     key = entry.sha.decode()
     known = memo.get(key)
     if known is not None:
@@ -213,11 +212,14 @@ def _remembered(store: GitStore, entry: TreeEntry | None, directory: str,
         memo.put(key, _encode_items(items))
 
 
+def _name_of(path: str, managed: bool) -> str:
+    """An item's name as its path gives it: ``pdf``, or ``team:pdf`` for a managed one."""
+    name = path.rsplit("/", 1)[-1]
+    return f"{path.split('/', 2)[1]}:{name}" if managed else name
+
+
 def _named_by_path(item: Item) -> bool:
-    name = item.path.rsplit("/", 1)[-1]
-    if item.state == "managed":
-        name = f"{item.path.split('/', 2)[1]}:{name}"
-    return item.name == name
+    return item.name == _name_of(item.path, item.state == "managed")
 
 
 def _encode_items(items: Iterable[Item]) -> bytes:
@@ -252,10 +254,7 @@ def _decode_items(data: bytes, directory: str) -> list[Item] | None:
     managed = state == "managed"
     for record in data.split(b"\0"):
         path = record[42:].decode("utf-8", "surrogateescape")
-        name = path.rsplit("/", 1)[-1]
-        if managed:
-            name = f"{path.split('/', 2)[1]}:{name}"
-        append(Item(name, _KIND_OF[record[1]], state, path, record[2:42]))
+        append(Item(_name_of(path, managed), _KIND_OF[record[1]], state, path, record[2:42]))
     return items
 
 

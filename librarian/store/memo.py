@@ -13,7 +13,7 @@ A ``ShortMemo`` holds one short word per tree id (an item's kind, read for every
 command lists) in ``<name>.bin``: sorted fixed-shape records (``store/statfile.py``)
 read as one buffer, so 10,000 kinds are 280 KB of bytes rather than a JSON map.
 
-A ``BlobMemo`` holds one value for one tree id in ``<name>.bin`` (the item list of the
+A ``LastValueMemo`` holds one value for one tree id in ``<name>.bin`` (the item list of the
 last ``sources/`` tree listed, read whole by every command that lists items): a new tree
 id replaces it.
 """
@@ -31,6 +31,7 @@ from librarian.store.gitstore import GitStore
 from librarian.store.statfile import (
     SHORT_MEMO_MAGIC,
     SortedFile,
+    cache_dir_ready,
     identity_of,
     read_blob,
     write_blob,
@@ -39,10 +40,10 @@ from librarian.store.statfile import (
 MAX_ENTRIES = 500_000
 _VERSION = 1
 #: The memos of each open store, by file name in its ``.git/librarian/cache``.
-_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo | BlobMemo]] = \
+_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo | LastValueMemo]] = \
     weakref.WeakKeyDictionary()
 _WORD = 8
-_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo", "BlobMemo")
+_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo", "LastValueMemo")
 
 
 def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
@@ -53,6 +54,15 @@ def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
         memo = kind(store.root / ".git" / "librarian" / "cache" / file_name)
         memos[file_name] = memo
     return memo
+
+
+def _tree_id(key: str) -> bytes | None:
+    """The 20 bytes of a hex tree id; None for anything else (never remembered)."""
+    try:
+        tree = bytes.fromhex(key)
+    except ValueError:
+        return None
+    return tree if len(tree) == 20 else None
 
 
 class TreeMemo:
@@ -97,13 +107,10 @@ class TreeMemo:
             self._dirty = True
 
     def save(self) -> None:
-        if not self._dirty or not self._path.parent.parent.is_dir():
+        if not self._dirty or not cache_dir_ready(self._path):
             return
         self._dirty = False
         with contextlib.suppress(OSError):
-            self._path.parent.mkdir(exist_ok=True)
-            if self._path.parent.is_symlink():
-                return  # never written through a linked cache directory
             atomic_write(self._path, json.dumps(
                 {"version": _VERSION, "entries": self._entries},
                 separators=(",", ":")).encode())
@@ -124,9 +131,8 @@ class ShortMemo:
         return _one_per_store(cls, store, f"{name}.bin")
 
     def get(self, key: str) -> str | None:
-        try:
-            tree = bytes.fromhex(key)
-        except ValueError:
+        tree = _tree_id(key)
+        if tree is None:
             return None
         value = self._new.get(tree)
         if value is None:
@@ -139,28 +145,27 @@ class ShortMemo:
             return None
 
     def put(self, key: str, value: str) -> None:
+        tree = _tree_id(key)
         try:
-            tree, word = bytes.fromhex(key), value.encode("ascii")
-        except (ValueError, UnicodeEncodeError):
-            return  # not a tree id, or not a word: not remembered
-        if len(tree) != 20 or len(word) > _WORD or self.get(key) == value:
+            word = value.encode("ascii")
+        except UnicodeEncodeError:
+            return  # not a word: not remembered
+        if tree is None or len(word) > _WORD or self.get(key) == value:
             return
         self._new[tree] = word.ljust(_WORD, b"\0")
 
     def save(self) -> None:
-        if not self._new or self._identity is None or not self._path.parent.parent.is_dir():
+        if not self._new or self._identity is None or not cache_dir_ready(self._path):
             return
         with contextlib.suppress(OSError):
-            self._path.parent.mkdir(exist_ok=True)
-            if not self._path.parent.is_symlink():
-                if len(self._file) + len(self._new) > MAX_ENTRIES:  # start over
-                    self._file = SortedFile(self._path, SHORT_MEMO_MAGIC, None, _WORD)
-                self._file.write(self._path, self._identity, self._new)
-                (self._path.parent / f"{self._path.stem}.json").unlink(missing_ok=True)
+            if len(self._file) + len(self._new) > MAX_ENTRIES:  # start over
+                self._file = SortedFile(self._path, SHORT_MEMO_MAGIC, None, _WORD)
+            self._file.write(self._path, self._identity, self._new)
+            (self._path.parent / f"{self._path.stem}.json").unlink(missing_ok=True)
         self._new = {}
 
 
-class BlobMemo:
+class LastValueMemo:
     """One tree id (hex) -> bytes, in ``<name>.bin``; read only when first asked."""
 
     def __init__(self, path: Path) -> None:
@@ -170,14 +175,13 @@ class BlobMemo:
         self._new: tuple[bytes, bytes] | None = None
 
     @classmethod
-    def of(cls, store: GitStore, name: str) -> BlobMemo:
-        """The blob memo ``name`` of this open store (one per store and name)."""
+    def of(cls, store: GitStore, name: str) -> LastValueMemo:
+        """The last-value memo ``name`` of this open store (one per store and name)."""
         return _one_per_store(cls, store, f"{name}.bin")
 
     def get(self, key: str) -> bytes | None:
-        try:
-            tree = bytes.fromhex(key)
-        except ValueError:
+        tree = _tree_id(key)
+        if tree is None:
             return None
         if self._new is not None and self._new[0] == tree:
             return self._new[1]
@@ -190,19 +194,13 @@ class BlobMemo:
         return self._read if not isinstance(self._read, bool) else None
 
     def put(self, key: str, value: bytes) -> None:
-        try:
-            tree = bytes.fromhex(key)
-        except ValueError:
-            return
-        if len(tree) == 20 and self.get(key) != value:
+        tree = _tree_id(key)
+        if tree is not None and self.get(key) != value:
             self._new = (tree, value)
 
     def save(self) -> None:
-        if self._new is None or self._identity is None or \
-                not self._path.parent.parent.is_dir():
+        if self._new is None or self._identity is None or not cache_dir_ready(self._path):
             return
         with contextlib.suppress(OSError):
-            self._path.parent.mkdir(exist_ok=True)
-            if not self._path.parent.is_symlink():
-                write_blob(self._path, self._identity, *self._new)
+            write_blob(self._path, self._identity, *self._new)
         self._read, self._new = self._new, None

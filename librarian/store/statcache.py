@@ -43,6 +43,7 @@ from librarian.store.statfile import (
     Entry,
     ItemsFile,
     RawEntry,
+    cache_dir_ready,
     digest_bytes,
     encode_entry,
     identity_of,
@@ -54,15 +55,6 @@ ITEMS_FILE = "items.bin"
 DIGESTS_FILE = "digests.bin"
 _LEGACY = {ITEMS_FILE: "items.json", DIGESTS_FILE: "digests.json"}  # the JSON caches before
 _STAT = struct.Struct("<qqqQL")  # size, mtime_ns, ctime_ns, inode, mode
-
-
-def _can_save(path: Path) -> bool:
-    """Never create .git/librarian in a non-library; never write through a linked cache dir."""
-    if not path.parent.parent.is_dir():
-        return False
-    with contextlib.suppress(FileExistsError):
-        path.parent.mkdir()
-    return stat.S_ISDIR(path.parent.lstat().st_mode)
 
 
 def _filesystem_now_ns(cache_dir: Path) -> int | None:
@@ -347,7 +339,7 @@ class WorkTreeCache:
         unchanged = not self._dirty and all(isinstance(v, int) for v in seen.values())
         if unchanged and (partial or len(seen) == file.count):
             return
-        if self._identity is None or not _can_save(self._path):
+        if self._identity is None or not cache_dir_ready(self._path):
             return
         write_items(self._path, self._identity, self._merged() if partial else (
             file.record(v) if isinstance(v, int) else v for v in seen.values()))
@@ -382,7 +374,7 @@ class DigestCache:
         return digest
 
     def save(self) -> None:
-        if not self._new or self._identity is None or not _can_save(self._path):
+        if not self._new or self._identity is None or not cache_dir_ready(self._path):
             return
         self._file.write(self._path, self._identity, self._new)
         self._new = {}

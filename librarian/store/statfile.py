@@ -18,8 +18,8 @@ tree id -> a word of at most 8 ASCII bytes, e.g. an item's kind: ``kinds.bin``):
             (sorted by tree id, no duplicates)
     trailer BLAKE2b-128 of everything before it
 
-``<name>.bin`` of a blob memo (``store/memo.py``: one value derived from one tree id,
-e.g. the item list of ``sources/``)::
+``<name>.bin`` of a last-value memo (``store/memo.py``: one value derived from one tree
+id, e.g. the item list of ``sources/``)::
 
     header  b"LBBL" | u32 version | u64 st_dev | u64 st_ino | u32 count (1)
     record  20-byte SHA-1 tree id | the value's bytes
@@ -105,6 +105,19 @@ def _read(path: Path, magic: bytes, identity: Identity | None) -> tuple[bytes, i
     if found != magic or version != VERSION or (dev, ino) != identity:
         return None
     return data, count
+
+
+def cache_dir_ready(path: Path) -> bool:
+    """Whether the directory of the cache file ``path`` (``.git/librarian/cache``) can be
+    written in: never created in a non-library (no ``.git/librarian``), never written
+    through when it is a link."""
+    if not path.parent.parent.is_dir():
+        return False
+    try:
+        path.parent.mkdir(exist_ok=True)
+        return stat.S_ISDIR(path.parent.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _write(path: Path, magic: bytes, identity: Identity,
@@ -352,11 +365,11 @@ class DigestsFile(SortedFile):
         return None if value is None else _DIGEST_PREFIX + value.hex()
 
 
-# -- a blob memo ---------------------------------------------------------------------------
+# -- a last-value memo --------------------------------------------------------------------
 
 
 def read_blob(path: Path, identity: Identity | None) -> tuple[bytes, bytes] | None:
-    """The (binary tree id, value) a blob memo holds, or None."""
+    """The (binary tree id, value) a last-value memo holds, or None."""
     found = _read(path, BLOB_MAGIC, identity)
     if found is None:
         return None

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sources_helpers import Upstream, install
 
+from librarian.store import library as library_module
 from librarian.store.library import (
     REMEMBERED_ITEMS,
     Item,
@@ -114,15 +115,25 @@ def test_a_forged_list_with_a_valid_checksum_is_listed_again(
 
 
 def test_a_caller_that_stops_early_reads_no_further(
-        tmp_path: Path, library: Path, capsys: Cap) -> None:
+        tmp_path: Path, library: Path, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     install(capsys, library, _upstream(tmp_path, REMEMBERED_ITEMS))
     (library / LIST).unlink(missing_ok=True)
+    looked_at: list[bytes] = []
+    real = library_module.item_kind
+
+    def counting(store: object, tree: bytes) -> object:
+        looked_at.append(tree)
+        return real(store, tree)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(library_module, "item_kind", counting)
     with Library(library).store() as store:
         listing = committed_items(store, store.tree_of(store.head()))
         first = next(listing)
         listing.close()  # as a lookup that found its item does
         TreeMemo.save_all(store)
     assert first.name == "team:s000"
+    # the source's tree, skills/, then s000: no other item's tree was looked at
+    assert len(looked_at) <= 3 < REMEMBERED_ITEMS
     assert not (library / LIST).exists(), "a part of a list is never remembered"
 
 

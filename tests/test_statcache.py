@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import make_skill, settle_files
+from helpers import cli, make_skill, settle_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -253,13 +253,17 @@ def test_a_directory_replaced_by_a_link_is_modified(settled: Library, link: str)
 
 
 def test_a_fifo_in_place_of_a_cache_is_not_waited_on(
-    settled: Library, monkeypatch: pytest.MonkeyPatch
+    settled: Library, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # opened without O_NONBLOCK, a FIFO blocks until a writer comes: status would hang
-    for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE, "kinds.bin", "inspect.json"):
+    # opened without O_NONBLOCK, a FIFO blocks until a writer comes: a command would hang
+    assert cli(capsys, settled.root, "prompt").code == 0  # its caches exist, to be replaced
+    for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE, "kinds.bin", "inspect.json",
+                 "prompt.json", "prompt-items.json"):
         path = settled.cache_dir / name
         path.unlink(missing_ok=True)
         os.mkfifo(path)
     counter = HashCounter(monkeypatch)
     assert _states(settled) == {"skills/alpha": "clean", "skills/beta": "clean"}
     assert counter.calls == 2, "nothing read from a FIFO"
+    assert cli(capsys, settled.root, "inspect", "--json").code == 0
+    assert cli(capsys, settled.root, "prompt").code == 0

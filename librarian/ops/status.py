@@ -123,8 +123,13 @@ def library_status(library: Library) -> StatusReport:
         files = (*_file_statuses(snapshot), *untracked)
         pins = _Pins(snapshot)
         interrupted = library.journal_path.exists()
-        item_statuses = tuple(_item_statuses(library, store, snapshot.items(), present,
-                                             work_cache, digests, pins))
+        items = tuple(snapshot.items())
+        root = str(library.root)
+        # every item directory's stat looked at up front, on two processors where it pays
+        work_cache.look_ahead([(item.path, f"{root}/{item.path}") for item in items
+                               if item.path in present or item.state == "managed"])
+        item_statuses = tuple(_item_statuses(library, store, items, present, work_cache,
+                                             digests, pins))
         report = StatusReport(
             items=item_statuses,
             tools=tuple(_tool_statuses(snapshot, digests)),

@@ -27,15 +27,15 @@ import contextlib
 import hashlib
 import os
 import stat
-import struct
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.digest import content_digest
 from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.quicklook import CHANGED, SAME, STAT, look_ahead, unchanged
 from librarian.store.statfile import (
     SIGNATURE,
     CacheFormatError,
@@ -54,7 +54,6 @@ RACY_SECONDS = 2
 ITEMS_FILE = "items.bin"
 DIGESTS_FILE = "digests.bin"
 _LEGACY = {ITEMS_FILE: "items.json", DIGESTS_FILE: "digests.json"}  # the JSON caches before
-_STAT = struct.Struct("<qqqQL")  # size, mtime_ns, ctime_ns, inode, mode
 
 
 def _filesystem_now_ns(cache_dir: Path) -> int | None:
@@ -123,7 +122,7 @@ def _full_scan(directory: str, racy_after_ns: int, device: int | None = None,
     records: list[tuple[bytes, bytes]] = []
     dirs: list[tuple[bytes, int, int]] = []
     racy = False
-    pack = _STAT.pack
+    pack = STAT.pack
     pending = [(os.fsencode(directory), b"")]
     while pending:
         current, prefix = pending.pop()
@@ -149,36 +148,6 @@ def _full_scan(directory: str, racy_after_ns: int, device: int | None = None,
                     raise NotRegularFile(Path(os.fsdecode(entry.path)))
     records.sort()
     return Scan(_signature(records), racy, tuple(dirs), tuple(name for name, _ in records))
-
-
-_DIR_STAMP = struct.Struct("<qq")  # mtime_ns, ctime_ns: as items.bin stores them
-
-
-def _unchanged(directory: str, entry: RawEntry, racy_after_ns: int) -> bool:
-    """Whether the cached lstat of every directory and file still holds (a directory's
-    mtime and ctime move whenever an entry is added, removed or renamed in it; ctime also
-    moves when the mtime is set back, e.g. by ``touch -d``). Saves reading 40,000
-    directories on a 10,000-item library; compares packed bytes, one comparison per
-    item, since 90,000 lstats of such a library are most of a status."""
-    base = os.fsencode(directory)
-    lstat = os.lstat
-    # names are stored as b"sub/": the slash is dropped so that a link put in a
-    # directory's place is looked at, never followed
-    found = [lstat(base + b"/" + relative.rstrip(b"/") if relative else base)
-             for relative in entry.dir_names]
-    stamp = _DIR_STAMP.pack
-    if b"".join([stamp(st.st_mtime_ns, st.st_ctime_ns) for st in found]) != (
-            entry.dir_times) or not all(
-            st.st_ctime_ns < racy_after_ns and stat.S_ISDIR(st.st_mode) for st in found):
-        return False
-    pack = _STAT.pack
-    base += b"/"
-    # the signature is over each file's path and lstat in path order (``_signature``); the
-    # mode is signed too, so a file replaced by anything else never matches
-    signed = b"".join([relative + pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                                       st.st_mode)
-                       for relative in entry.files for st in (lstat(base + relative),)])
-    return hashlib.blake2b(signed, digest_size=SIGNATURE).digest() == entry.signature
 
 
 @dataclass(frozen=True)
@@ -219,6 +188,8 @@ class WorkTreeCache:
         self._cursor = 0
         self._index: dict[str, int] | None = None
         self._seen: dict[str, int | bytes] = {}  # key -> index of its old record, or new
+        # key -> (directory, its unchanged record or None: changed), from ``look_ahead``
+        self._looked: dict[str, tuple[str, int | None]] = {}
         self._dirty = False
         self._racy_after_ns = racy_after_ns(cache_dir)
         # The stamp tells the clock of its own file system only: a directory elsewhere (a
@@ -230,21 +201,48 @@ class WorkTreeCache:
         self._elsewhere_ns = min(self._racy_after_ns,
                                  time.time_ns() - RACY_SECONDS * 1_000_000_000)
 
+    def _indexed(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {}
+            for i in range(self._file.count):
+                found = self._file.key(i)
+                if found is not None:
+                    self._index.setdefault(found, i)
+        return self._index
+
     def _find(self, key: str) -> int | None:
         file = self._file
         if self._cursor < file.count and file.key(self._cursor) == key:
             self._cursor += 1
             return self._cursor - 1
-        if self._index is None:
-            self._index = {}
-            for i in range(file.count):
-                found = file.key(i)
-                if found is not None:
-                    self._index.setdefault(found, i)
-        index = self._index.get(key)
+        index = self._indexed().get(key)
         if index is not None:
             self._cursor = index + 1
         return index
+
+    def _record_at(self, position: int, key: str) -> int | None:
+        """The record of ``key``, asked as the ``position``-th: the cache is written in
+        the order of the last pass, so it is most often the ``position``-th record."""
+        file = self._file
+        if position < file.count and file.key(position) == key:
+            return position
+        return self._indexed().get(key)
+
+    def look_ahead(self, asked: Sequence[tuple[str, str]]) -> None:
+        """Judge now, on two processors where that pays, whether each ``(key,
+        directory)`` about to be asked of ``item_hash`` is unchanged (``quicklook``)."""
+
+        def cached(position: int, key: str) -> RawEntry | None:
+            index = self._record_at(position, key)
+            entry = None if index is None else self._file.decode_raw(index)
+            return entry if entry is not None and entry.key == key else None
+
+        verdicts = look_ahead(asked, cached, self._racy_after_ns)
+        for position, (key, directory) in enumerate(asked):
+            if verdicts[position] == SAME:
+                self._looked[key] = (directory, self._record_at(position, key))
+            elif verdicts[position] == CHANGED:
+                self._looked[key] = (directory, None)
 
     def _cached(self, key: str) -> tuple[int, RawEntry] | None:
         index = self._find(key)
@@ -258,11 +256,15 @@ class WorkTreeCache:
 
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
         """Ids of ``directory``; None when it holds no files. Raises NotRegularFile."""
+        looked = self._looked.pop(key, None) if self._looked else None
+        if looked is not None and looked[0] == directory and looked[1] is not None:
+            self._seen[key] = looked[1]  # judged unchanged just now (``look_ahead``)
+            return _item_hash(self._file.ids(looked[1]))
         cached = self._cached(key)
-        if cached is not None:
+        if cached is not None and (looked is None or looked[0] != directory):
             index, entry = cached
             try:
-                same = _unchanged(directory, entry, self._racy_after_ns)
+                same = unchanged(directory, entry, self._racy_after_ns)
             except OSError:  # gone, a file or a link loop now, not searchable: look again
                 same = False
             if same:
@@ -305,7 +307,7 @@ class WorkTreeCache:
         limit = min(self._racy_after_ns, stamp)
         if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):
             return
-        pack = _STAT.pack
+        pack = STAT.pack
         signature = _signature([(name, pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                             st.st_ino, st.st_mode))
                                 for name, st in staged.files])

@@ -331,6 +331,22 @@ def cli_out(capsys: pytest.CaptureFixture[str], library: Path, *args: str) -> st
     return cli_ok(capsys, library, *args).out
 
 
+class HashCounter:
+    """Counts the item directories the stat cache reads whole (in this process)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from librarian.store import statcache
+
+        self.calls = 0
+        real = statcache.hash_work_dir
+
+        def counting(root: Path):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return real(root)
+
+        monkeypatch.setattr(statcache, "hash_work_dir", counting)
+
+
 def settle_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """Treat every file written before now as settled, by the wall clock: a test writes
     files and scans them within one tick of the filesystem's clock, which the stat cache

@@ -1,5 +1,6 @@
-"""core/halves.py: the first half of a piece of work done by a forked child, and whatever
-the child does wrong costs only its units (they come back not done, never wrong)."""
+"""core/halves.py: the first half of a piece of work done by a forked child while this
+process does the rest; whatever the child does wrong costs only its half (None: the
+caller does it), never a wrong answer or a child left behind."""
 
 from __future__ import annotations
 
@@ -15,11 +16,22 @@ from librarian.core import halves
 
 PARENT = os.getpid()
 TWO_PROCESSORS = halves.processors() > 1
+needs_two = pytest.mark.skipif(not TWO_PROCESSORS, reason="one processor: nothing is forked")
 
 
 def _by_whom(start: int, stop: int) -> bytes:
     """A byte per unit: 1 if a child did it, 2 if this process did."""
     return bytes(1 if os.getpid() != PARENT else 2 for _ in range(start, stop))
+
+
+class Mine:
+    """This process's half, recorded."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[int, int, int]] = []
+
+    def __call__(self, start: int, stop: int) -> None:
+        self.done.append((start, stop, os.getpid()))
 
 
 def _no_child_left() -> bool:
@@ -35,15 +47,19 @@ def small_least(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(halves, "LEAST", 4)
 
 
-@pytest.mark.skipif(not TWO_PROCESSORS, reason="one processor: nothing is forked")
+@needs_two
 def test_the_first_half_is_done_by_a_child_the_rest_here() -> None:
     assert halves.can_split()
-    assert halves.in_halves(11, _by_whom) == b"\1" * 5 + b"\2" * 6
+    mine = Mine()
+    assert halves.in_halves(11, _by_whom, mine) == b"\1" * 5
+    assert mine.done == [(5, 11, PARENT)]
     assert _no_child_left()
 
 
-def test_below_the_least_count_nothing_is_forked() -> None:
-    assert halves.in_halves(3, _by_whom) == b"\2" * 3
+def test_below_the_least_count_nothing_is_done() -> None:
+    mine = Mine()
+    assert halves.in_halves(3, _by_whom, mine) is None
+    assert mine.done == []
 
 
 def test_with_another_thread_running_nothing_is_forked() -> None:
@@ -52,49 +68,58 @@ def test_with_another_thread_running_nothing_is_forked() -> None:
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert halves.in_halves(10, _by_whom) == b"\2" * 10
+        mine = Mine()
+        assert halves.in_halves(10, _by_whom, mine) is None
+        assert mine.done == []
     finally:
         stop.set()
         other.join()
 
 
 def _fails_in_child(start: int, stop: int) -> bytes:
-    if os.getpid() != PARENT:
-        raise RuntimeError("the child's work fails")
-    return _by_whom(start, stop)
+    raise RuntimeError("the child's work fails")
 
 
 def _killed_in_child(start: int, stop: int) -> bytes:
-    if os.getpid() != PARENT:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return _by_whom(start, stop)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return b""
 
 
-def _short_in_child(start: int, stop: int) -> bytes:
-    return _by_whom(start, stop)[: 2 if os.getpid() != PARENT else None]
+def _exits_early_in_child(start: int, stop: int) -> bytes:
+    os.write(1, b"")  # nothing of this process's output is touched
+    os._exit(0)
 
 
-@pytest.mark.skipif(not TWO_PROCESSORS, reason="one processor: nothing is forked")
-@pytest.mark.parametrize(("work", "child_part"), [
-    (_fails_in_child, b"\0" * 5),
-    (_killed_in_child, b"\0" * 5),
-    (_short_in_child, b"\1\1\0\0\0"),
-])
-def test_a_failing_child_leaves_its_units_not_done(work: Callable[[int, int], bytes],
-                                                   child_part: bytes) -> None:
-    assert halves.in_halves(10, work) == child_part + b"\2" * 5
+def _oversized_in_child(start: int, stop: int) -> bytes:
+    return b"\1" * (1 << 21)  # more than a pipe holds: sent while the parent works
+
+
+@needs_two
+@pytest.mark.parametrize("theirs", [_fails_in_child, _killed_in_child, _exits_early_in_child])
+def test_a_failing_child_gives_none_after_this_half_is_done(
+        theirs: Callable[[int, int], bytes]) -> None:
+    mine = Mine()
+    assert halves.in_halves(10, theirs, mine) is None
+    assert mine.done == [(5, 10, PARENT)]
     assert _no_child_left()
 
 
-@pytest.mark.skipif(not TWO_PROCESSORS, reason="one processor: nothing is forked")
+@needs_two
+def test_a_large_answer_arrives_whole() -> None:
+    assert halves.in_halves(10, _oversized_in_child, Mine()) == b"\1" * (1 << 21)
+
+
+@needs_two
 def test_an_interrupted_parent_kills_and_reaps_its_child() -> None:
-    def work(start: int, stop: int) -> bytes:
-        if os.getpid() != PARENT:
-            time.sleep(60)  # would outlive the test if it were not killed
+    def sleeps(start: int, stop: int) -> bytes:
+        time.sleep(60)  # would outlive the test if it were not killed
+        return b""
+
+    def interrupted(start: int, stop: int) -> None:
         raise KeyboardInterrupt
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        halves.in_halves(10, work)
+        halves.in_halves(10, sleeps, interrupted)
     assert time.monotonic() - started < 10
     assert _no_child_left()

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import cli, make_skill, settle_files
+from helpers import HashCounter, cli, make_skill, settle_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,18 +101,6 @@ def test_digests_file_merge(tmp_path: Path, old: dict[bytes, bytes],
 
 
 # -- the caches in a library -----------------------------------------------------------
-
-
-class HashCounter:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        real = statcache.hash_work_dir
-
-        def counting(root: Path):  # type: ignore[no-untyped-def]
-            self.calls += 1
-            return real(root)
-
-        monkeypatch.setattr(statcache, "hash_work_dir", counting)
 
 
 def _stock(library: Path, sources: Path) -> Library:

@@ -16,7 +16,7 @@ import pytest
 
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
-from librarian.store import statcache
+from librarian.store import itemscan
 from librarian.store.library import Library
 
 
@@ -26,8 +26,8 @@ def test_a_directory_on_another_device_is_judged_by_the_wall_clock(tmp_path: Pat
     (item / "SKILL.md").write_bytes(b"x")
     device = item.lstat().st_dev
     trusting = time.time_ns() + 10**12  # a stamp far ahead: nothing written so far is racy
-    assert not statcache._full_scan(str(item), trusting, device, 0).racy
-    assert statcache._full_scan(str(item), trusting, device + 1, 0).racy
+    assert not itemscan.full_scan(str(item), trusting, device, 0).racy
+    assert itemscan.full_scan(str(item), trusting, device + 1, 0).racy
 
 
 def _coarse_mount(image: Path, where: Path) -> bool:

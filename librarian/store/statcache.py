@@ -24,9 +24,7 @@ rebuilt; a symlink in its place is never followed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,10 +32,17 @@ from pathlib import Path
 
 from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.digest import content_digest
+from librarian.core.halves import in_halves
 from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.quicklook import CHANGED, SAME, STAT, look_ahead, unchanged
+from librarian.store.itemscan import (
+    STAT,
+    decode_outcomes,
+    encode_outcome,
+    full_scan,
+    signature,
+    unchanged,
+)
 from librarian.store.statfile import (
-    SIGNATURE,
     CacheFormatError,
     DigestsFile,
     Entry,
@@ -97,60 +102,6 @@ def _drop_legacy(path: Path) -> None:
 
 
 @dataclass(frozen=True)
-class Scan:
-    """What one look at an item directory found (names as bytes, as in ``Entry``)."""
-
-    signature: bytes  # over every file's (path, size, mtime, ctime, inode, mode)
-    racy: bool  # a file or directory changed too recently to be trusted next time
-    dirs: tuple[tuple[bytes, int, int], ...]  # (relative dir, b"" for the item; mtime; ctime)
-    files: tuple[bytes, ...]  # relative paths, sorted
-
-
-def _signature(records: list[tuple[bytes, bytes]]) -> bytes:
-    hasher = hashlib.blake2b(digest_size=SIGNATURE)
-    for name, record in records:
-        hasher.update(name)
-        hasher.update(record)
-    return hasher.digest()
-
-
-def _full_scan(directory: str, racy_after_ns: int, device: int | None = None,
-               elsewhere_ns: int | None = None) -> Scan:
-    """Read every directory: the first look, or after a directory's entries changed. A
-    directory on another device than ``device`` (the stamp's: a mount inside the library,
-    whose clock may tick in seconds) is judged by ``elsewhere_ns`` instead."""
-    records: list[tuple[bytes, bytes]] = []
-    dirs: list[tuple[bytes, int, int]] = []
-    racy = False
-    pack = STAT.pack
-    pending = [(os.fsencode(directory), b"")]
-    while pending:
-        current, prefix = pending.pop()
-        st_dir = os.lstat(current)
-        if not stat.S_ISDIR(st_dir.st_mode):
-            raise NotRegularFile(Path(os.fsdecode(current)))
-        mtime, ctime = st_dir.st_mtime_ns, st_dir.st_ctime_ns
-        limit = racy_after_ns if elsewhere_ns is None or st_dir.st_dev == device else (
-            elsewhere_ns)
-        racy = racy or mtime >= limit or ctime >= limit
-        dirs.append((prefix, mtime, ctime))
-        with os.scandir(current) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, prefix + entry.name + b"/"))
-                elif entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    if st.st_mtime_ns >= limit or st.st_ctime_ns >= limit:
-                        racy = True
-                    records.append((prefix + entry.name, pack(
-                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)))
-                else:
-                    raise NotRegularFile(Path(os.fsdecode(entry.path)))
-    records.sort()
-    return Scan(_signature(records), racy, tuple(dirs), tuple(name for name, _ in records))
-
-
-@dataclass(frozen=True)
 class StagedDir:
     """An item directory a change wrote whole from bytes it hashed itself, as
     ``WorkTreeCache.seed`` takes it: their ids, and each file's stat as it was written (in
@@ -188,8 +139,8 @@ class WorkTreeCache:
         self._cursor = 0
         self._index: dict[str, int] | None = None
         self._seen: dict[str, int | bytes] = {}  # key -> index of its old record, or new
-        # key -> (directory, its unchanged record or None: changed), from ``look_ahead``
-        self._looked: dict[str, tuple[str, int | None]] = {}
+        # key -> (directory, what item_hash gives or raises), from ``look_ahead``
+        self._ahead: dict[str, tuple[str, ItemHash | None | Exception]] = {}
         self._dirty = False
         self._racy_after_ns = racy_after_ns(cache_dir)
         # The stamp tells the clock of its own file system only: a directory elsewhere (a
@@ -201,48 +152,21 @@ class WorkTreeCache:
         self._elsewhere_ns = min(self._racy_after_ns,
                                  time.time_ns() - RACY_SECONDS * 1_000_000_000)
 
-    def _indexed(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = {}
-            for i in range(self._file.count):
-                found = self._file.key(i)
-                if found is not None:
-                    self._index.setdefault(found, i)
-        return self._index
-
     def _find(self, key: str) -> int | None:
         file = self._file
         if self._cursor < file.count and file.key(self._cursor) == key:
             self._cursor += 1
             return self._cursor - 1
-        index = self._indexed().get(key)
+        if self._index is None:
+            self._index = {}
+            for i in range(file.count):
+                found = file.key(i)
+                if found is not None:
+                    self._index.setdefault(found, i)
+        index = self._index.get(key)
         if index is not None:
             self._cursor = index + 1
         return index
-
-    def _record_at(self, position: int, key: str) -> int | None:
-        """The record of ``key``, asked as the ``position``-th: the cache is written in
-        the order of the last pass, so it is most often the ``position``-th record."""
-        file = self._file
-        if position < file.count and file.key(position) == key:
-            return position
-        return self._indexed().get(key)
-
-    def look_ahead(self, asked: Sequence[tuple[str, str]]) -> None:
-        """Judge now, on two processors where that pays, whether each ``(key,
-        directory)`` about to be asked of ``item_hash`` is unchanged (``quicklook``)."""
-
-        def cached(position: int, key: str) -> RawEntry | None:
-            index = self._record_at(position, key)
-            entry = None if index is None else self._file.decode_raw(index)
-            return entry if entry is not None and entry.key == key else None
-
-        verdicts = look_ahead(asked, cached, self._racy_after_ns)
-        for position, (key, directory) in enumerate(asked):
-            if verdicts[position] == SAME:
-                self._looked[key] = (directory, self._record_at(position, key))
-            elif verdicts[position] == CHANGED:
-                self._looked[key] = (directory, None)
 
     def _cached(self, key: str) -> tuple[int, RawEntry] | None:
         index = self._find(key)
@@ -254,14 +178,67 @@ class WorkTreeCache:
             return None
         return (index, entry) if entry.key == key else None
 
+    def look_ahead(self, asked: Sequence[tuple[str, str]]) -> None:
+        """Work out ``item_hash`` now for every ``(key, directory)`` about to be asked, the
+        first half in a forked child on two processors (``core/halves``, ``itemscan``);
+        what is not worked out so (too few items, a failed child) is when asked."""
+        ahead: dict[str, tuple[str, ItemHash | None | Exception]] = {}
+
+        def mine(start: int, stop: int) -> None:
+            self._cursor = start  # the cache is in the order of the last pass
+            for key, directory in asked[start:stop]:
+                try:
+                    ahead[key] = (directory, self.item_hash(key, directory))
+                except (NotRegularFile, OSError) as error:
+                    ahead[key] = (directory, error)
+
+        def theirs(start: int, stop: int) -> bytes:
+            made = []
+            for key, directory in asked[start:stop]:
+                try:
+                    found = self.item_hash(key, directory)
+                except (NotRegularFile, OSError):  # raised again here when asked
+                    made.append(encode_outcome(None))
+                    continue
+                made.append(encode_outcome(((found.tree_sha1, found.digest) if found else None,
+                                            self._seen.get(key))))
+            return b"".join(made)
+
+        made = in_halves(len(asked), theirs, mine)
+        if made is not None:
+            self._take(asked[:len(asked) // 2], made, ahead)
+        self._ahead = ahead
+
+    def _take(self, asked: Sequence[tuple[str, str]], made: bytes,
+              ahead: dict[str, tuple[str, ItemHash | None | Exception]]) -> None:
+        """The child's outcomes for ``asked``, kept as if worked out here, in their order."""
+        try:
+            outcomes = decode_outcomes(made, len(asked))
+        except CacheFormatError:
+            return
+        for (key, directory), outcome in zip(asked, outcomes, strict=True):
+            if outcome is None:
+                continue
+            ids, kept = outcome
+            if isinstance(kept, int) and not 0 <= kept < self._file.count:
+                continue
+            if kept is not None:
+                self._seen[key] = kept
+                self._dirty = self._dirty or isinstance(kept, bytes)
+            ahead[key] = (directory, _item_hash(ids))
+        # kept in the order asked (the order of this pass), as a pass item by item keeps it
+        order = {key: self._seen[key] for key, _ in asked if key in self._seen}
+        self._seen = {**order, **self._seen}
+
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
         """Ids of ``directory``; None when it holds no files. Raises NotRegularFile."""
-        looked = self._looked.pop(key, None) if self._looked else None
-        if looked is not None and looked[0] == directory and looked[1] is not None:
-            self._seen[key] = looked[1]  # judged unchanged just now (``look_ahead``)
-            return _item_hash(self._file.ids(looked[1]))
+        ahead = self._ahead.pop(key, None) if self._ahead else None
+        if ahead is not None and ahead[0] == directory:  # worked out by ``look_ahead``
+            if isinstance(ahead[1], Exception):
+                raise ahead[1]
+            return ahead[1]
         cached = self._cached(key)
-        if cached is not None and (looked is None or looked[0] != directory):
+        if cached is not None:
             index, entry = cached
             try:
                 same = unchanged(directory, entry, self._racy_after_ns)
@@ -270,7 +247,7 @@ class WorkTreeCache:
             if same:
                 self._seen[key] = index
                 return _item_hash(entry.ids)
-        scan = _full_scan(directory, self._racy_after_ns, self._device, self._elsewhere_ns)
+        scan = full_scan(directory, self._racy_after_ns, self._device, self._elsewhere_ns)
         if cached is not None and cached[1].signature == scan.signature:
             # Same files, but a directory changed (an empty one added, a swap file come
             # and gone): keep the ids, refresh the directory list for the next look.
@@ -308,10 +285,10 @@ class WorkTreeCache:
         if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):
             return
         pack = STAT.pack
-        signature = _signature([(name, pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                            st.st_ino, st.st_mode))
-                                for name, st in staged.files])
-        self._seen[key] = encode_entry(key, Entry(staged.ids, signature, _UNLISTED,
+        signed = signature([(name, pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                        st.st_ino, st.st_mode))
+                             for name, st in staged.files])
+        self._seen[key] = encode_entry(key, Entry(staged.ids, signed, _UNLISTED,
                                                   tuple(name for name, _ in staged.files)))
 
     def _merged(self) -> Iterator[bytes | memoryview]:

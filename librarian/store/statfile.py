@@ -191,15 +191,6 @@ class RawEntry(NamedTuple):
                      tuple(self.files))
 
 
-def _ids_at(data: bytes, pos: int, end: int) -> tuple[bytes, str] | None:
-    has_ids = data[pos]
-    if has_ids not in (0, 1) or pos + 53 > end:
-        raise CacheFormatError("bad ids")
-    if has_ids == 0:
-        return None
-    return data[pos + 1:pos + 21].hex().encode(), _DIGEST_PREFIX + data[pos + 21:pos + 53].hex()
-
-
 def decode_raw(data: bytes, start: int = 0, end: int | None = None) -> RawEntry:
     """The record at ``data[start:end]`` (exactly one record)."""
     end = len(data) if end is None else end
@@ -208,11 +199,14 @@ def decode_raw(data: bytes, start: int = 0, end: int | None = None) -> RawEntry:
         (length,) = _U16.unpack_from(data, pos)
         key = data[pos + 2:pos + 2 + length].decode("utf-8", "surrogateescape")
         pos += 2 + length
-        ids = _ids_at(data, pos, end)
+        has_ids = data[pos]
+        tree = data[pos + 1:pos + 21]
+        raw = data[pos + 21:pos + 53]
         signature = data[pos + 53:pos + 53 + SIGNATURE]
         pos += 53 + SIGNATURE
-        if len(signature) != SIGNATURE or pos > end:
-            raise CacheFormatError("a record ends inside its signature")
+        if has_ids not in (0, 1) or len(signature) != SIGNATURE or pos > end:
+            raise CacheFormatError("bad ids")
+        ids = (tree.hex().encode(), _DIGEST_PREFIX + raw.hex()) if has_ids == 1 else None
         count, length = _DIRS.unpack_from(data, pos)
         pos += _DIRS.size + length
         names = _split(data[pos - length:pos], count)
@@ -274,12 +268,6 @@ class ItemsFile:
 
     def decode_raw(self, index: int) -> RawEntry:
         return decode_raw(self.data, self.offsets[index], self.offsets[index + 1])
-
-    def ids(self, index: int) -> tuple[bytes, str] | None:
-        """The ids of record ``index``, already decoded whole once (``decode_raw``)."""
-        start = self.offsets[index]
-        (length,) = _U16.unpack_from(self.data, start + 4)
-        return _ids_at(self.data, start + 6 + length, self.offsets[index + 1])
 
     def key(self, index: int) -> str | None:
         """The key of record ``index`` (None if it does not decode)."""

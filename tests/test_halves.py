@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +126,69 @@ def test_an_interrupted_parent_kills_and_reaps_its_child() -> None:
         halves.in_halves(10, sleeps, interrupted)
     assert time.monotonic() - started < 10
     assert _no_child_left()
+
+
+@needs_two
+def test_a_signal_during_fork_leaves_no_child(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    # CPython raises a signal that came in during fork as fork returns, before the pid is
+    # bound: the child was left running its half, un-killed and un-reaped
+    finished = tmp_path / "finished"
+    real_fork = os.fork
+
+    def fork_then_interrupted() -> int:
+        pid = real_fork()
+        if pid:
+            signal.raise_signal(signal.SIGINT)  # as if Ctrl-C had come during the fork
+        return pid
+
+    def theirs(start: int, stop: int) -> bytes:
+        time.sleep(0.5)
+        finished.write_text("worked on\n")
+        return bytes(stop - start)
+
+    monkeypatch.setattr(halves.os, "fork", fork_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        halves.in_halves(10, theirs, Mine())
+    assert _no_child_left(), "the child was killed and reaped"
+    time.sleep(0.7)
+    assert not finished.exists()
+
+
+CHILD_OF_A_KILLED_PARENT = """
+import os, signal, sys, time
+from librarian.core import halves
+halves.LEAST = 2
+def theirs(start, stop):
+    with open(sys.argv[1], "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(30)
+    return b""
+def mine(start, stop):
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
+halves.in_halves(10, theirs, mine)
+"""
+
+
+@needs_two
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG: Linux")
+def test_the_child_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    done = subprocess.run([sys.executable, "-c", CHILD_OF_A_KILLED_PARENT, str(pid_file)],
+                          timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.05)
+    assert not _running(child), "not left reading for its half"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie waits only for its new parent's wait

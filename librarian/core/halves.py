@@ -22,6 +22,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -51,10 +52,15 @@ def in_halves(count: int, theirs: Callable[[int, int], bytes],
     if count < LEAST or not can_split():
         return None
     half = count // 2
+    parent = os.getpid()
     read_end, write_end = os.pipe()
+    # A signal that came in during fork would be raised as fork returns, before the child's
+    # pid is known to anyone who could kill and reap it: they wait until it is.
+    held = _hold_signals()
     try:
         pid = os.fork()
     except OSError:
+        _release_signals(held)
         os.close(read_end)
         os.close(write_end)
         return None
@@ -63,6 +69,8 @@ def in_halves(count: int, theirs: Callable[[int, int], bytes],
         try:
             gc.disable()  # a collection would touch (and so copy) every page of the heap
             os.close(read_end)
+            _die_with(parent)
+            _release_signals(held)
             made = theirs(0, half)
             # its length first: a child that ends before its last byte is told apart
             view = memoryview(len(made).to_bytes(8, "little") + made)
@@ -71,16 +79,50 @@ def in_halves(count: int, theirs: Callable[[int, int], bytes],
             status = 0
         finally:
             os._exit(status)
-    os.close(write_end)
     try:
+        _release_signals(held)  # one held since is raised here, and the child reaped
+        os.close(write_end)
+        write_end = -1
         mine(half, count)
         made = _read_all(read_end)
     finally:
+        if write_end >= 0:
+            os.close(write_end)
         os.close(read_end)
         succeeded = _reap(pid)
     whole = succeeded and len(made) >= 8 and int.from_bytes(made[:8], "little") == (
         len(made) - 8)
     return made[8:] if whole else None
+
+
+#: The signals a user or a supervisor sends (Ctrl-C, a hang-up, a stop request).
+_ASYNC_SIGNALS = frozenset(getattr(signal, name) for name in (
+    "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
+def _hold_signals() -> set[int | signal.Signals] | None:
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS)
+
+
+def _release_signals(held: set[int | signal.Signals] | None) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the child is killed when this process dies (a SIGKILL leaves no one to kill
+    it), rather than reading on for its half while holding the caller's pipes open."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # here only: the child pays for it, not every status
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL))
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)
 
 
 def _read_all(fd: int) -> bytes:
@@ -92,7 +134,9 @@ def _read_all(fd: int) -> bytes:
 
 def _reap(pid: int) -> bool:
     """Wait for the child: whether it exited 0. One still running (this process was
-    interrupted before the child's last byte) is killed."""
+    interrupted before the child's last byte) is killed; the wait is not interrupted (a
+    second Ctrl-C would leave a zombie), a signal held meanwhile is raised after it."""
+    held = _hold_signals()
     try:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done == 0:
@@ -101,4 +145,6 @@ def _reap(pid: int) -> bool:
             _, status = os.waitpid(pid, 0)
     except ChildProcessError:
         return False
+    finally:
+        _release_signals(held)
     return os.waitstatus_to_exitcode(status) == 0

@@ -126,8 +126,8 @@ def library_status(library: Library) -> StatusReport:
         items = tuple(snapshot.items())
         root = str(library.root)
         # every item directory's stat looked at up front, on two processors where it pays
-        work_cache.look_ahead([(item.path, f"{root}/{item.path}") for item in items
-                               if item.path in present or item.state == "managed"])
+        work_cache.look_ahead(root, [item.path for item in items
+                                     if item.path in present or item.state == "managed"])
         item_statuses = tuple(_item_statuses(library, store, items, present, work_cache,
                                              digests, pins))
         report = StatusReport(

@@ -2,7 +2,8 @@
 
 Compares SHA-1 tree ids (read from HEAD in one pass) with the work tree's ids (from the stat
 cache, re-reading only directories whose files changed), so a clean library of 10,000
-items is checked without reading a single file's content.
+items is checked without reading a single file's content; on two processors a forked
+child looks at half of the items (``WorkTreeCache.look_ahead``).
 """
 
 from __future__ import annotations

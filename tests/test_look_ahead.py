@@ -96,7 +96,7 @@ class Looked:
             self.quick.append(directory.rsplit("/", 1)[1])
             return quick(directory, *args)  # type: ignore[arg-type]
 
-        def counted_scan(directory: str, *args: object) -> statcache.Scan:
+        def counted_scan(directory: str, *args: object) -> itemscan.Scan:
             self.scanned.append(directory.rsplit("/", 1)[1])
             return scan(directory, *args)  # type: ignore[arg-type]
 

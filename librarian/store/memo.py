@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import weakref
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,10 +41,11 @@ from librarian.store.statfile import (
 MAX_ENTRIES = 500_000
 _VERSION = 1
 #: The memos of each open store, by file name in its ``.git/librarian/cache``.
-_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | ShortMemo | LastValueMemo]] = \
+_open: weakref.WeakKeyDictionary[GitStore, dict[str, TreeMemo | _BinaryMemo]] = \
     weakref.WeakKeyDictionary()
 _WORD = 8
-_Memo = TypeVar("_Memo", "TreeMemo", "ShortMemo", "LastValueMemo")
+_Memo = TypeVar("_Memo", bound="TreeMemo | _BinaryMemo")
+_Binary = TypeVar("_Binary", bound="_BinaryMemo")
 
 
 def _one_per_store(kind: type[_Memo], store: GitStore, file_name: str) -> _Memo:
@@ -116,19 +118,29 @@ class TreeMemo:
                 separators=(",", ":")).encode())
 
 
-class ShortMemo:
-    """Tree id (hex) -> a word of at most 8 ASCII bytes, in ``<name>.bin``."""
+class _BinaryMemo:
+    """A memo in a binary ``<name>.bin``, bound to this ``.git`` (``statfile``)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._identity = identity_of(path.parent.parent.parent)  # .git
-        self._file = SortedFile(path, SHORT_MEMO_MAGIC, self._identity, _WORD)
-        self._new: dict[bytes, bytes] = {}
 
     @classmethod
-    def of(cls, store: GitStore, name: str) -> ShortMemo:
-        """The short memo ``name`` of this open store (one per store and name)."""
+    def of(cls: type[_Binary], store: GitStore, name: str) -> _Binary:
+        """The memo ``name`` of this open store (one per store and name)."""
         return _one_per_store(cls, store, f"{name}.bin")
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+
+class ShortMemo(_BinaryMemo):
+    """Tree id (hex) -> a word of at most 8 ASCII bytes, in ``<name>.bin``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._file = SortedFile(path, SHORT_MEMO_MAGIC, self._identity, _WORD)
+        self._new: dict[bytes, bytes] = {}
 
     def get(self, key: str) -> str | None:
         tree = _tree_id(key)
@@ -165,19 +177,12 @@ class ShortMemo:
         self._new = {}
 
 
-class LastValueMemo:
+class LastValueMemo(_BinaryMemo):
     """One tree id (hex) -> bytes, in ``<name>.bin``; read only when first asked."""
 
     def __init__(self, path: Path) -> None:
-        self._path = path
-        self._identity = identity_of(path.parent.parent.parent)  # .git
-        self._read: tuple[bytes, bytes] | None | bool = False  # False: not read yet
+        super().__init__(path)
         self._new: tuple[bytes, bytes] | None = None
-
-    @classmethod
-    def of(cls, store: GitStore, name: str) -> LastValueMemo:
-        """The last-value memo ``name`` of this open store (one per store and name)."""
-        return _one_per_store(cls, store, f"{name}.bin")
 
     def get(self, key: str) -> bytes | None:
         tree = _tree_id(key)
@@ -185,13 +190,12 @@ class LastValueMemo:
             return None
         if self._new is not None and self._new[0] == tree:
             return self._new[1]
-        held = self._held()  # the file is read only when the new value is not the one
+        held = self._held  # the file is read only when the new value is not the one
         return held[1] if held is not None and held[0] == tree else None
 
+    @cached_property
     def _held(self) -> tuple[bytes, bytes] | None:
-        if self._read is False:
-            self._read = read_blob(self._path, self._identity)
-        return self._read if not isinstance(self._read, bool) else None
+        return read_blob(self._path, self._identity)
 
     def put(self, key: str, value: bytes) -> None:
         tree = _tree_id(key)
@@ -203,4 +207,4 @@ class LastValueMemo:
             return
         with contextlib.suppress(OSError):
             write_blob(self._path, self._identity, *self._new)
-        self._read, self._new = self._new, None
+        self._held, self._new = self._new, None

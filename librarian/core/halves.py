@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 #: Fewer units than this are not split: the fork, pipe and wait cost 2.1-2.3 ms from a
 #: 34 MiB status process, and the copy-on-write faults that follow (each process's first
-#: write to a page they share) ~70 ms of CPU over a 10,000-item status; at 1,000 items
-#: a split status was no faster (medians of 15 runs, on this machine).
+#: write to a page they share) 30-110 ms of CPU over a 10,000-item status; at 1,000
+#: items a split status was no faster (two batches of 21 and 25 runs, quartiles
+#: overlapping, on this machine).
 LEAST = 2000
 
 

@@ -104,3 +104,20 @@ def test_without_a_reporter_the_library_reports_nothing_and_counts_pass_through(
         assert progress.active()
         assert list(progress.counted("plan", ["a", "b"])) == ["a", "b"]
     assert seen == [("plan", 2), ("advance", 1), ("advance", 1), ("close", None)]
+
+
+def test_the_terminal_display_runs_no_thread_so_long_work_can_still_fork() -> None:
+    import threading
+
+    from librarian.cli.progress import TerminalReporter
+    from librarian.core import halves
+
+    reporter = TerminalReporter()
+    try:
+        reporter.phase("plan team", 3)
+        reporter.advance(1)
+        reporter.note("Copying objects: 1\r")
+        assert threading.active_count() == 1
+        assert halves.can_split() or halves.processors() < 2
+    finally:
+        reporter.close()

@@ -1,7 +1,10 @@
 """Progress on a terminal: rich, loaded only when stderr is a terminal and not ``--json``.
 
 Installed once by ``cli.main`` around the command; commands with no long work report no
-phase, and then rich is never imported.
+phase, and then rich is never imported. The display is redrawn from the command's own
+thread (at most every ``REDRAW_SECONDS``), not by rich's refresh thread: with a second
+thread running, long work is not split over two processors (``core.halves``: a fork
+would copy that thread's locks).
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from typing import Any
 
 from librarian.core.progress import reporting
+
+REDRAW_SECONDS = 0.1
 
 
 class TerminalReporter:
@@ -20,6 +26,7 @@ class TerminalReporter:
     def __init__(self) -> None:
         self._progress: Any = None
         self._task: Any = None
+        self._drawn = 0.0
 
     def _start(self) -> Any:
         if self._progress is None:
@@ -35,6 +42,7 @@ class TerminalReporter:
             self._progress = Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                 MofNCompleteColumn(), console=Console(file=sys.stderr), transient=True,
+                auto_refresh=False,  # no thread of its own: drawn by _draw
                 # Output printed while a phase is shown goes above it on the terminal;
                 # piped output is never touched.
                 redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
@@ -46,16 +54,24 @@ class TerminalReporter:
         if self._task is not None:
             progress.update(self._task, visible=False)
         self._task = progress.add_task(name, total=total)
-        progress.refresh()
+        self._draw(force=True)
 
     def advance(self, count: int) -> None:
         if self._task is not None:
             self._progress.advance(self._task, count)
+            self._draw()
 
     def note(self, text: str) -> None:
         line = " ".join(text.replace("\r", "\n").split("\n")[-2:]).strip()
         if self._task is not None and line:
             self._progress.update(self._task, description=line[:60])
+            self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._drawn >= REDRAW_SECONDS:
+            self._progress.refresh()
+            self._drawn = now
 
     def close(self) -> None:
         if self._progress is not None:

@@ -71,9 +71,14 @@ def _build(base: Path) -> World:
     team.put("skills/kit/extra", b"a file, then a directory\n").commit("first")
     forced = Upstream(base / "forced.git")
     forced.skill("skills/edited").commit("first")
+    many = Upstream(base / "many.git")
+    for number in range(6):
+        many.skill(f"skills/m{number}").put(f"skills/m{number}/notes/a.md", b"A.\n")
+    many.commit("first")
     add_source(library, "team", team.url)
     add_source(library, "forced", forced.url)
     update(library)
+    add_source(library, "many", many.url)  # installed only by the command under test
     team.skill("skills/pdf", body="Two.\n").remove("skills/docx").skill("skills/new")
     # kit changes in place in every way: an edit, a directory gone, one new, a mode, a
     # file become a directory (only those entries are staged and swapped).
@@ -105,7 +110,10 @@ COMMANDS: dict[str, Callable[[World], list[str]]] = {
     "source-add": lambda w: ["source", "add", "extra", w.team.url],
     "update": lambda w: ["update", "team"],
     "update-force": lambda w: ["update", "forced", "--force"],
+    # An install whose items are judged and staged half by a forked child (KILL_SPLIT).
+    "install-split": lambda w: ["update", "many"],
 }
+SPLIT = {"install-split"}
 
 
 @pytest.fixture(scope="module")
@@ -113,10 +121,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return _build(tmp_path_factory.mktemp("kill-world"))
 
 
-def _librarian(library: Path, *args: str, kill_at: int | None = None
+def _librarian(library: Path, *args: str, kill_at: int | None = None, split: bool = False
                ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "LIBRARIAN_"))}
     env["GIT_CONFIG_NOSYSTEM"] = "1"
+    if split:
+        env["KILL_SPLIT"] = "1"
     command = [sys.executable, str(KILLER)] if kill_at is not None else [
         sys.executable, "-m", "librarian"]
     if kill_at is not None:
@@ -184,7 +194,8 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
 
     reference = tmp_path / "reference"
     shutil.copytree(world.template, reference, symlinks=True)
-    counted = _librarian(reference, *args, kill_at=0)
+    split = name in SPLIT
+    counted = _librarian(reference, *args, kill_at=0, split=split)
     assert counted.returncode == 0, counted.stderr
     steps = int(counted.stderr.strip().rsplit("write-steps: ", 1)[1])
     after = _outcome(reference)
@@ -195,7 +206,7 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
     for k in _steps(steps):
         trial = tmp_path / f"k{k}"
         shutil.copytree(world.template, trial, symlinks=True)
-        killed = _librarian(trial, *args, kill_at=k)
+        killed = _librarian(trial, *args, kill_at=k, split=split)
         recovered, recover_err = _in_process(trial, "recover")
         now = _outcome(trial)
         problems = []

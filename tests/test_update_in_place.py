@@ -28,7 +28,7 @@ from sources_helpers import MODE_EXEC, Upstream, install
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
 from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE, listed_skills
-from librarian.store import apply
+from librarian.store import staging
 from librarian.store.gitstore import GitStore
 from librarian.store.trees import entry_changes
 
@@ -110,20 +110,20 @@ def test_an_in_place_entry_that_does_not_match_its_id_changes_nothing(
 ) -> None:
     install(capsys, library, upstream)
     _change_kit(upstream)
-    original_read, original_stage = GitStore.read_blob, apply.stage_changes
-    staging = []
+    original_read, original_stage = GitStore.read_blob, staging.stage_changes
+    in_stage = []
 
     def corrupted(self: GitStore, sha: bytes) -> bytes:  # only while staging
         data = original_read(self, sha)
-        return data + b"!" if staging and data.startswith(b"---") else data
+        return data + b"!" if in_stage and data.startswith(b"---") else data
 
     def stage(*args: Any) -> None:
-        staging.append(True)
+        in_stage.append(True)
         original_stage(*args)
 
     old, snapshot = head(library), tree_snapshot(library)
     monkeypatch.setattr(GitStore, "read_blob", corrupted)
-    monkeypatch.setattr(apply, "stage_changes", stage)
+    monkeypatch.setattr(staging, "stage_changes", stage)
     result = cli(capsys, library, "update")
     assert result.code == 4, result.err
     assert "SKILL.md: the staged content does not match the planned blob" in result.err

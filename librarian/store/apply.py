@@ -16,27 +16,24 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from librarian.content.worktree import (
-    ItemHash,
     NotRegularFile,
-    git_ids,
     hash_files,
     hash_work_dir,
     iter_work_files,
     write_files,
 )
-from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
+from librarian.core.digest import MODE_EXECUTABLE, MODE_TREE
 from librarian.core.fsutil import fsync_dir, sync_filesystem, write_file_durably
 from librarian.core.progress import counted
-from librarian.errors import ConflictError, TrustError, UsageError
+from librarian.errors import ConflictError, UsageError
 from librarian.store.changes import Change, DirChange, EntryChange, FileChange, TreeChange
 from librarian.store.gitindex import IndexEntry, IndexFormatError, IndexLockedError, splice_index
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.leftovers import index_marker
 from librarian.store.library import Library
-from librarian.store.statcache import StagedDir, staged_dir
+from librarian.store.staging import StagedTree
 from librarian.store.trees import blob_sha1, entry_changes
 
 
@@ -140,94 +137,6 @@ def slots(store: GitStore, base_tree: ObjectId | None,
                 continue
         out.append(change)
     return out
-
-
-class StagedTree(NamedTuple):
-    """A slot staged whole from a stored tree: its index entries (each file's stat as written:
-    ``swap_in`` need not stat it again); if the plan hashed its bytes, the stat cache's seed."""
-
-    entries: list[IndexEntry]
-    seed: StagedDir | None
-
-
-def stage_changes(stage: Path, changes: Sequence[Change],
-                  store: GitStore) -> dict[int, StagedTree]:
-    """Write every change's new content into ``stage`` (slot i for change i); the slots
-    staged whole from a stored tree, by number."""
-    stage.mkdir(parents=True)
-    entries: dict[int, StagedTree] = {}
-    for number, change in enumerate(counted("stage", changes)):
-        slot = stage / str(number)
-        if isinstance(change, EntryChange):
-            if change.entry is not None:
-                _stage_entry(store, slot, change.path, change.entry)
-        elif isinstance(change, DirChange) and change.files:
-            write_files(slot, change.files)
-        elif isinstance(change, FileChange) and change.data is not None:
-            write_file_durably(slot, change.data)
-        elif isinstance(change, TreeChange) and change.work is not None:
-            # A merged edit: the stage holds the merge; what the commit installs is checked
-            # against the plan's digest from the object store.
-            _stage_tree(store, slot, change.path, change.work, None)
-            if change.tree is not None and change.digest is not None:
-                _verify(change.path, hash_files(store.read_files(change.tree)), change.tree,
-                        change.digest)
-        elif isinstance(change, TreeChange) and change.tree is not None:
-            entries[number] = _stage_tree(store, slot, change.path, change.tree, change.digest)
-    fsync_dir(stage)
-    return entries
-
-
-def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
-                digest: str | None) -> StagedTree:
-    """Write the stored ``tree`` at ``slot``, its content read once: the bytes written are
-    the bytes hashed, and they must be the planned ones. Their git tree id is enough: the
-    planner computed the digest from the bytes of this same tree id (and checked both)."""
-    checked = store.checked.pop(tree, None)  # the plan's own bytes, hashed to ``tree``
-    seen = store.checked.digests.get(tree)  # the digest the plan computed with ``tree``
-    if checked is not None:
-        files, blobs = checked
-        staged = tree
-    else:
-        files = store.read_files(tree)
-        staged, blobs = git_ids(files) if files else (b"", [])
-    if staged != tree:
-        raise TrustError(
-            f"{path}: the staged content does not match the planned digest "
-            f"{digest or ''}".rstrip(),
-            hint="the object store may be damaged; run `git fsck`",
-        )
-    stats = write_files(slot, files)
-    seed = staged_dir((tree, seen), zip([f.path for f in files], stats,
-                                        strict=True)) if seen else None
-    return StagedTree([IndexEntry(f"{path}/{f.path}", blob, MODE_EXECUTABLE if f.executable
-                                  else MODE_FILE, st) for f, blob, st in zip(
-                                      files, blobs, stats, strict=True)], seed)
-
-
-def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:
-    """One entry of a directory changed in place, checked against its id in the commit."""
-    if entry.mode == MODE_TREE:
-        _stage_tree(store, slot, path, entry.sha, None)  # re-indexed from the work tree
-        return
-    data = store.read_blob(entry.sha)
-    if blob_sha1(data) != entry.sha:
-        raise TrustError(f"{path}: the staged content does not match the planned blob "
-                         f"{entry.sha.decode()}",
-                         hint="the object store may be damaged; run `git fsck`")
-    write_file_durably(slot, data, executable=entry.mode == MODE_EXECUTABLE)
-
-
-def _verify(path: str, staged: ItemHash | None, tree: ObjectId, digest: str | None) -> None:
-    """The staged copy must be exactly the planned content (digest and git tree id)."""
-    ok = staged is not None and staged.tree_sha1 == tree and (
-        digest is None or staged.digest == digest)
-    if not ok:
-        raise TrustError(
-            f"{path}: the staged content does not match the planned digest "
-            f"{digest or ''}".rstrip(),
-            hint="the object store may be damaged; run `git fsck`",
-        )
 
 
 def swap_in(

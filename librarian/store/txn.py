@@ -37,7 +37,7 @@ from librarian.core.faults import crash_point
 from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
-from librarian.store import apply, leftovers, packs, statcache
+from librarian.store import apply, leftovers, packs, staging, statcache
 from librarian.store.changes import (
     Change,
     CommitResult,
@@ -249,7 +249,7 @@ class Transaction:
                 # git command can commit from the old index in between.
                 leftovers.hold_index(library, journal.tx)
                 held = True
-                staged = apply.stage_changes(library.stage_dir / journal.tx, slots, store)
+                staged = staging.stage_changes(library.stage_dir / journal.tx, slots, store)
                 # Items staged whole from bytes the plan hashed seed the stat cache, judged
                 # by the file system's clock now: after every staged write, before any of
                 # it is visible (statcache.WorkTreeCache.seed).

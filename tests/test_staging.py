@@ -23,9 +23,10 @@ from sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.core import fsutil, halves
 from librarian.ops.status import library_status
-from librarian.store import objectstore, staging
+from librarian.store import objectstore, staging, statcache
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Library
+from librarian.store.statfile import ItemsFile, identity_of
 
 Cap = pytest.CaptureFixture[str]
 two_processors = pytest.mark.skipif(halves.processors() < 2,
@@ -72,7 +73,14 @@ def test_a_split_install_is_the_same_install(tmp_path: Path, capsys: Cap,
     assert stores[0].commit(stores[0].head()).tree == stores[1].commit(stores[1].head()).tree
     assert git_text(alone, "ls-files", "-s") == git_text(split, "ls-files", "-s")
     assert_git_consistent(split)  # the index holds each file's stat as the child wrote it
-    # The stat cache was seeded from the child's stats: nothing is hashed again.
+    # The stat cache was seeded from the child's stats, in path order (the next status
+    # reads its records in step), and nothing is hashed again.
+    keys = []
+    for lib in (alone, split):
+        items = ItemsFile(lib / ".git" / "librarian" / "cache" / statcache.ITEMS_FILE,
+                          identity_of(lib / ".git"))
+        keys.append([items.key(i) for i in range(items.count)])
+    assert keys[0] == keys[1] == sorted(keys[0]) and len(keys[0]) == 11
     monkeypatch.setattr(halves, "LEAST", 10**9)
     hashed = HashCounter(monkeypatch)
     assert library_status(Library(split)).clean and hashed.calls == 0

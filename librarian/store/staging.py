@@ -90,7 +90,9 @@ def stage_changes(stage: Path, changes: Sequence[Change],
                 assert isinstance(change, TreeChange) and change.tree is not None
                 entries[number] = _staged(store, change.path, change.tree, written)
     fsync_dir(stage)
-    return entries
+    # In slot order, as staged one by one: the stat cache is seeded in this order, and
+    # the next status reads its records in step (statcache).
+    return dict(sorted(entries.items()))
 
 
 def _whole(change: Change) -> bool:

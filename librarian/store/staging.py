@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +55,8 @@ def stage_changes(stage: Path, changes: Sequence[Change],
     whole = [number for number, change in enumerate(changes) if _whole(change)]
 
     def theirs(start: int, stop: int) -> bytes:
+        import pickle  # here: only a split stage pays for it (2 ms, every command's cost)
+
         sent = []
         for number in whole[start:stop]:
             change = changes[number]
@@ -129,6 +130,8 @@ def _received(made: bytes | None, numbers: list[int]) -> list[tuple[int, Any]] |
     process); None unless it is every one of ``numbers``, in order."""
     if made is None:
         return None
+    import pickle
+
     try:
         received = pickle.loads(made)  # noqa: S301 (our own child's bytes, never a peer's)
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError):

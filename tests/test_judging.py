@@ -17,6 +17,7 @@ from sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
 
 from librarian.core import halves
 from librarian.core.model import ItemFile, Policy
+from librarian.errors import UsageError
 from librarian.formats.config import SourceConfig
 from librarian.sources import judging
 from librarian.sources.upstream import Collection, read_collection
@@ -174,3 +175,19 @@ def test_what_the_child_sends_reads_back(files: list[tuple[str, bool, bytes]],
                                           tuple(warnings))
     assert judging._decoded(sent, 3) == [] and judging._decoded(b"\x00garbage", 2) == []
     assert judging._decoded(None, 2) == []
+
+
+@two_processors
+def test_an_error_in_both_halves_is_the_first_in_order(
+        fetched: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    examine = judging.examine
+
+    def damaged(store: Any, path: str, tree: Any, policy: Any) -> Any:
+        if path in ("skills/bad-name", "skills/plain-3"):  # one in each half
+            raise UsageError(f"{path}: damaged")
+        return examine(store, path, tree, policy)
+
+    monkeypatch.setattr(judging, "examine", damaged)
+    for split in (False, True):
+        with pytest.raises(UsageError, match="skills/bad-name: damaged"):
+            _read(fetched, monkeypatch, split=split)

@@ -119,8 +119,8 @@ def test_a_damaged_object_in_the_childs_half_changes_nothing(
         tmp_path: Path, capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     up = _upstream(tmp_path / "up")
     library = _install(tmp_path, "lib", up, capsys)
-    for number in range(10):
-        up.skill(f"skills/s{number}", body=f"Step {number}, again.\n")
+    for number in range(10):  # new items: staged whole, half of them by the child
+        up.skill(f"skills/n{number}", body=f"Step {number}, again.\n")
     up.commit("second")
     monkeypatch.setattr(objectstore, "BLOB_MEMO_BYTES", 0)  # staging reads the store
     original_read, original_stage = GitStore.read_blob, staging.stage_changes
@@ -141,7 +141,8 @@ def test_a_damaged_object_in_the_childs_half_changes_nothing(
     old, snapshot = head(library), tree_snapshot(library)
     result = cli(capsys, library, "update")
     assert forks and result.code == 4, result.err
-    assert "the staged content does not match" in result.err
+    # Damaged in both halves: the error is the first in order, as without a child.
+    assert "sources/team/skills/n0: the staged content does not match" in result.err
     assert head(library) == old and tree_snapshot(library) == snapshot
     assert not list((library / ".git" / "librarian").glob("stage/*"))
     assert_git_consistent(library)

@@ -13,6 +13,7 @@ Imports ``core``, ``content`` and ``store``; ``sources.upstream`` builds on it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import marshal
 import stat
@@ -116,9 +117,12 @@ def judge_items(store: GitStore, wanted: Sequence[tuple[str, ObjectId]],
         return marshal.dumps(sent)
 
     def mine(start: int, stop: int) -> None:
-        for number in range(start, stop):
-            path, tree = wanted[number]
-            verdicts[number] = judge_item(store, path, tree, policy)
+        # An item that cannot be judged (a damaged store) stops this half; it is judged
+        # again below, after the first half, so the error raised is the first in order.
+        with contextlib.suppress(Exception):
+            for number in range(start, stop):
+                path, tree = wanted[number]
+                verdicts[number] = judge_item(store, path, tree, policy)
 
     made = halves.in_halves(len(wanted), theirs, mine)
     for number, found in enumerate(_decoded(made, len(wanted) // 2)):

@@ -70,9 +70,13 @@ def stage_changes(stage: Path, changes: Sequence[Change],
     def mine(start: int, stop: int) -> None:
         split.append(True)
         theirs_done.update(whole[:start])  # the child's: not staged here
-        _stage_each(stage, changes, store, entries, skip=theirs_done)
+        try:
+            _stage_each(stage, changes, store, entries, skip=theirs_done)
+        except Exception as exc:  # raised after the child's half: the first in order
+            failed.append(exc)
 
     split: list[bool] = []
+    failed: list[Exception] = []
     theirs_done: set[int] = set()
     made = halves.in_halves(len(whole), theirs, mine)
     if not split:  # not worth a child: every slot here
@@ -90,6 +94,8 @@ def stage_changes(stage: Path, changes: Sequence[Change],
                 change = changes[number]
                 assert isinstance(change, TreeChange) and change.tree is not None
                 entries[number] = _staged(store, change.path, change.tree, written)
+        if failed:
+            raise failed[0]
     fsync_dir(stage)
     # In slot order, as staged one by one: the stat cache is seeded in this order, and
     # the next status reads its records in step (statcache).

@@ -367,3 +367,21 @@ def modules_after(library: Path, *args: str) -> tuple[int, str, set[str]]:
                           timeout=120, check=False)
     exit_code, modules = json.loads(done.stderr.rsplit("\n", 1)[-1])
     return exit_code, done.stdout, set(modules)
+
+
+def _processors() -> int:
+    from librarian.core import halves
+
+    return halves.processors()
+
+
+#: For a test of work split with a forked child (``core.halves``): nothing forks on one.
+two_processors = pytest.mark.skipif(_processors() < 2, reason="one processor: nothing is forked")
+
+
+def count_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one at each ``os.fork`` of this process from now on."""
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    return forks

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
+from helpers import cli, count_forks, two_processors
 from hypothesis import given
 from hypothesis import strategies as st
 from sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
@@ -24,9 +24,6 @@ from librarian.sources.upstream import Collection, read_collection
 from librarian.store import objectstore
 from librarian.store.library import Library
 from librarian.store.memo import ShortMemo
-
-two_processors = pytest.mark.skipif(halves.processors() < 2,
-                                    reason="one processor: nothing is forked")
 
 
 def _upstream(path: Path) -> Upstream:
@@ -82,9 +79,7 @@ def test_the_mix_is_judged_as_expected(fetched: Library,
 @two_processors
 def test_split_judging_says_what_one_process_says(fetched: Library,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    forks = []
-    real_fork = os.fork
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    forks = count_forks(monkeypatch)
     alone = _read(fetched, monkeypatch, split=False)
     assert not forks
     split = _read(fetched, monkeypatch, split=True)

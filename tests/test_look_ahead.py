@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import HashCounter, make_skill, settle_files
+from helpers import HashCounter, make_skill, settle_files, two_processors
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,8 +22,6 @@ from librarian.store.library import Library
 from librarian.store.statfile import CacheFormatError, ItemsFile, identity_of
 
 NAMES = [f"skill-{i}" for i in range(8)]  # the child works out the first four
-two_processors = pytest.mark.skipif(halves.processors() < 2,
-                                    reason="one processor: nothing is forked")
 
 
 @pytest.fixture

@@ -14,10 +14,12 @@ from helpers import (
     HashCounter,
     assert_git_consistent,
     cli,
+    count_forks,
     git_text,
     head,
     settle_files,
     tree_snapshot,
+    two_processors,
 )
 from sources_helpers import MODE_EXEC, Upstream, install
 
@@ -29,8 +31,6 @@ from librarian.store.library import Library
 from librarian.store.statfile import ItemsFile, identity_of
 
 Cap = pytest.CaptureFixture[str]
-two_processors = pytest.mark.skipif(halves.processors() < 2,
-                                    reason="one processor: nothing is forked")
 
 
 def _upstream(path: Path) -> Upstream:
@@ -51,20 +51,13 @@ def _install(tmp_path: Path, name: str, up: Upstream, capsys: Cap) -> Path:
     return library
 
 
-def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    forks: list[int] = []
-    real_fork = os.fork
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-    return forks
-
-
 @two_processors
 def test_a_split_install_is_the_same_install(tmp_path: Path, capsys: Cap,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)  # the seeds' files are settled: none is looked at twice
     up = _upstream(tmp_path / "up")
     alone = _install(tmp_path, "alone", up, capsys)
-    forks = _forks(monkeypatch)
+    forks = count_forks(monkeypatch)
     monkeypatch.setattr(halves, "LEAST", 2)
     split = _install(tmp_path, "split", up, capsys)
     assert len(forks) >= 2  # planning and staging both split
@@ -137,7 +130,7 @@ def test_a_damaged_object_in_the_childs_half_changes_nothing(
     monkeypatch.setattr(GitStore, "read_blob", corrupted)
     monkeypatch.setattr(staging, "stage_changes", stage)
     monkeypatch.setattr(halves, "LEAST", 2)
-    forks = _forks(monkeypatch)
+    forks = count_forks(monkeypatch)
     old, snapshot = head(library), tree_snapshot(library)
     result = cli(capsys, library, "update")
     assert forks and result.code == 4, result.err

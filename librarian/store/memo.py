@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import weakref
+from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
@@ -118,7 +119,7 @@ class TreeMemo:
                 separators=(",", ":")).encode())
 
 
-class _BinaryMemo:
+class _BinaryMemo(ABC):
     """A memo in a binary ``<name>.bin``, bound to this ``.git`` (``statfile``)."""
 
     def __init__(self, path: Path) -> None:
@@ -130,8 +131,9 @@ class _BinaryMemo:
         """The memo ``name`` of this open store (one per store and name)."""
         return _one_per_store(cls, store, f"{name}.bin")
 
+    @abstractmethod
     def save(self) -> None:
-        raise NotImplementedError
+        """Write what was put since it was read, if anything."""
 
 
 class ShortMemo(_BinaryMemo):

@@ -22,7 +22,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from librarian.content.worktree import ItemHash, git_ids, hash_files, write_files
 from librarian.core import halves
@@ -62,9 +62,8 @@ def stage_changes(stage: Path, changes: Sequence[Change],
             change = changes[number]
             assert isinstance(change, TreeChange) and change.tree is not None
             files, blobs = _tree_files(store, change.path, change.tree, change.digest)
-            stats = write_files(stage / str(number), files)
-            sent.append((number, [(f.path, f.executable, blob, st) for f, blob, st in zip(
-                files, blobs, stats, strict=True)]))
+            sent.append((number, _written(files, blobs, write_files(stage / str(number),
+                                                                     files))))
         return pickle.dumps(sent, pickle.HIGHEST_PROTOCOL)
 
     def mine(start: int, stop: int) -> None:
@@ -93,6 +92,7 @@ def stage_changes(stage: Path, changes: Sequence[Change],
             for number, written in received:
                 change = changes[number]
                 assert isinstance(change, TreeChange) and change.tree is not None
+                store.checked.pop(change.tree, None)  # staged: the plan's bytes go
                 entries[number] = _staged(store, change.path, change.tree, written)
         if failed:
             raise failed[0]
@@ -131,7 +131,7 @@ def _stage_each(stage: Path, changes: Sequence[Change], store: GitStore,
             entries[number] = _stage_tree(store, slot, change.path, change.tree, change.digest)
 
 
-def _received(made: bytes | None, numbers: list[int]) -> list[tuple[int, Any]] | None:
+def _received(made: bytes | None, numbers: list[int]) -> list[tuple[int, Written]] | None:
     """What the child staged, slot by slot (pickled by this same program, in a fork of this
     process); None unless it is every one of ``numbers``, in order."""
     if made is None:
@@ -147,10 +147,18 @@ def _received(made: bytes | None, numbers: list[int]) -> list[tuple[int, Any]] |
     return received
 
 
-def _staged(store: GitStore, path: str, tree: ObjectId,
-            written: list[tuple[str, bool, bytes, os.stat_result]]) -> StagedTree:
-    """The ``StagedTree`` of a slot the child wrote (what ``_stage_tree`` returns)."""
-    store.checked.pop(tree, None)  # staged: the plan's bytes are not needed again
+Written = list[tuple[str, bool, bytes, os.stat_result]]  # path, executable, blob id, stat
+
+
+def _written(files: Sequence[ItemFile], blobs: Sequence[bytes],
+             stats: Sequence[os.stat_result]) -> Written:
+    return [(f.path, f.executable, blob, st) for f, blob, st in zip(files, blobs, stats,
+                                                                      strict=True)]
+
+
+def _staged(store: GitStore, path: str, tree: ObjectId, written: Written) -> StagedTree:
+    """The ``StagedTree`` of the slot at ``path`` written from ``tree``: its index entries
+    and, if the plan hashed its bytes (the digest it computed with ``tree``), its seed."""
     seen = store.checked.digests.get(tree)
     seed = staged_dir((tree, seen), ((rel, st) for rel, _, _, st in written)) if seen else None
     return StagedTree([IndexEntry(f"{path}/{rel}", blob, MODE_EXECUTABLE if executable
@@ -181,14 +189,8 @@ def _tree_files(store: GitStore, path: str, tree: ObjectId,
 def _stage_tree(store: GitStore, slot: Path, path: str, tree: ObjectId,
                 digest: str | None) -> StagedTree:
     """Write the stored ``tree`` at ``slot`` (``_tree_files``)."""
-    seen = store.checked.digests.get(tree)  # the digest the plan computed with ``tree``
     files, blobs = _tree_files(store, path, tree, digest)
-    stats = write_files(slot, files)
-    seed = staged_dir((tree, seen), zip([f.path for f in files], stats,
-                                        strict=True)) if seen else None
-    return StagedTree([IndexEntry(f"{path}/{f.path}", blob, MODE_EXECUTABLE if f.executable
-                                  else MODE_FILE, st) for f, blob, st in zip(
-                                      files, blobs, stats, strict=True)], seed)
+    return _staged(store, path, tree, _written(files, blobs, write_files(slot, files)))
 
 
 def _stage_entry(store: GitStore, slot: Path, path: str, entry: TreeEntry) -> None:

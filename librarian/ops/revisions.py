@@ -24,6 +24,7 @@ from librarian.ops.lifecycle import (
 from librarian.ops.retention import evidence_text
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Item, Library
+from librarian.store.revparse import resolve
 from librarian.store.snapshot import Snapshot
 from librarian.store.txn import Transaction
 
@@ -148,7 +149,7 @@ def _find_previous(
 ) -> tuple[str, ItemKind, ObjectId]:
     """(commit, kind, item tree) of the content to restore."""
     if revision is not None:
-        commit = store.resolve(revision)
+        commit = resolve(store, revision)
         found = _retained_at(store, store.commit(commit).tree, name)
         if found is None:
             raise UsageError(

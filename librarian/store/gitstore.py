@@ -30,7 +30,6 @@ from librarian.store.objectstore import (
     open_repository,
     write_objects,
 )
-from librarian.store.revparse import split_revision
 from librarian.store.values import CommitInfo, ObjectId, TreeEntry
 
 __all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
@@ -71,7 +70,7 @@ class GitStore:
 
     @property
     def dulwich_repo(self) -> Repo:
-        """For ``gitremote`` only: the git layer is these two modules (and gitindex)."""
+        """For the git layer's own modules only (``gitremote``, ``revparse``, …)."""
         return self._repo
 
     def __enter__(self) -> GitStore:
@@ -162,27 +161,6 @@ class GitStore:
         """The root tree of ``commit``; None for no commit (an unborn branch)."""
         return self.commit(commit).tree if commit is not None else None
 
-    def resolve(self, revision: str) -> ObjectId:
-        """A commit id from a full or abbreviated hex id, a branch, tag or HEAD, followed
-        by git's ancestry suffixes (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``)."""
-        from dulwich.objectspec import AmbiguousShortId, parse_commit
-
-        base, steps = split_revision(revision)
-        try:
-            commit = bytes(parse_commit(self._repo, base.encode()).id)
-            for parent in steps:
-                parents = self.commit(commit).parents
-                if parent > len(parents):
-                    raise UsageError(f"unknown revision {revision!r}: {commit.decode()[:12]} "
-                                     f"has {len(parents)} parent(s)")
-                commit = parents[parent - 1]
-            return commit
-        except (KeyError, ValueError) as exc:
-            raise UsageError(f"unknown revision {revision!r}") from exc
-        except AmbiguousShortId:
-            raise UsageError(f"the revision {revision!r} is ambiguous",
-                             hint="give more characters of the commit id") from None
-
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
         raw = self._raw_trees.get(tree)
         if raw is not None and tree not in self._trees:  # checked as fetched: no Tree built
@@ -195,6 +173,19 @@ class GitStore:
             bytes(e.path).decode("utf-8", "surrogateescape"): TreeEntry(e.mode, bytes(e.sha))
             for e in obj.iteritems()
         }
+
+    def subtrees(self, tree: ObjectId) -> dict[str, ObjectId]:
+        """name -> id of each directory in ``tree``, from one C-level parse of its bytes and
+        no ``Tree`` kept: a 10,000-entry collection's in ~10 ms, ``tree_items``'s in ~55."""
+        obj = self._pending.get(tree)
+        obj = obj if obj is not None else self._trees.get(tree)
+        raw = obj.as_raw_string() if isinstance(obj, Tree) else self._raw_trees.get(tree)
+        if raw is None:
+            kind, raw = self._repo.object_store.get_raw(ObjectID(tree))
+            if kind != Tree.type_num:
+                raise UsageError(f"{tree.decode()} is not a tree")
+        return {bytes(name).decode("utf-8", "surrogateescape"): bytes(sha)
+                for name, mode, sha in parse_tree(raw, 20) if mode == MODE_TREE}
 
     def tree_children(self, tree: ObjectId, text: bool = False) -> Iterator[tuple[str, TreeEntry]]:
         """The entries of ``tree`` one at a time, by name (``text``: decoded, not as bytes)."""
@@ -337,14 +328,22 @@ class GitStore:
         return self._stage(tree)
 
     def with_path(self, root: ObjectId | None, path: str, entry: TreeEntry | None) -> ObjectId:
-        """Stage a copy of ``root`` with ``path`` set to ``entry`` (None removes it);
-        only the trees along ``path`` are rewritten. Empty trees collapse, as in git."""
-        new = self._replace(root, path.split("/"), entry)
+        """Stage a copy of ``root`` with ``path`` set to ``entry`` (None removes it)."""
+        return self.with_paths(root, {path: entry})
+
+    def with_paths(self, root: ObjectId | None,
+                   changes: Mapping[str, TreeEntry | None]) -> ObjectId:
+        """Stage a copy of ``root`` with each path set to its entry (None removes it, no path
+        inside another); only the trees along the paths are rewritten, each once however
+        many of its entries change. Empty trees collapse, as in git."""
+        try:
+            node = nest(changes.items())
+        except PathClash as exc:
+            raise UsageError(f"overlapping changes: {exc}") from None
+        new = self._replace(root, node)
         return new if new is not None else self._stage(Tree())
 
-    def _replace(
-        self, tree: ObjectId | None, parts: list[str], entry: TreeEntry | None
-    ) -> ObjectId | None:
+    def _replace(self, tree: ObjectId | None, node: Mapping[str, object]) -> ObjectId | None:
         if tree is not None:
             obj = self._get(tree)
             assert isinstance(obj, Tree)
@@ -352,19 +351,21 @@ class GitStore:
         else:
             copy = Tree()
         assert isinstance(copy, Tree)
-        name = parts[0].encode("utf-8")
-        if len(parts) == 1:
-            new_entry = entry
-        else:
-            existing = copy[name] if name in copy else None
-            child_tree = existing[1] if existing and stat.S_ISDIR(existing[0]) else None
-            child = self._replace(child_tree, parts[1:], entry)
-            new_entry = TreeEntry(MODE_TREE, child) if child is not None else None
-        if new_entry is None:
-            if name in copy:
-                del copy[name]
-        else:
-            copy.add(name, new_entry.mode, ObjectID(new_entry.sha))
+        for part, change in node.items():
+            name = part.encode("utf-8", "surrogateescape")
+            if isinstance(change, dict):
+                existing = copy[name] if name in copy else None
+                child_tree = existing[1] if existing and stat.S_ISDIR(existing[0]) else None
+                child = self._replace(child_tree, change)
+                new_entry = TreeEntry(MODE_TREE, child) if child is not None else None
+            else:
+                assert change is None or isinstance(change, TreeEntry)
+                new_entry = change
+            if new_entry is None:
+                if name in copy:
+                    del copy[name]
+            else:
+                copy.add(name, new_entry.mode, ObjectID(new_entry.sha))
         if not len(copy):
             return None
         return self._stage(copy)

@@ -1,9 +1,16 @@
-"""git's ancestry suffixes on a revision (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``),
-which dulwich's ``parse_commit`` does not read. Pure: imports nothing of librarian."""
+"""A revision to a commit: a hex id, a branch, tag or HEAD, and git's ancestry suffixes
+(``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``), which dulwich's ``parse_commit`` does not
+read. Imports the store only."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from librarian.errors import UsageError
+
+if TYPE_CHECKING:
+    from librarian.store.gitstore import GitStore, ObjectId
 
 _SUFFIX = re.compile(r"(~(\d*)|\^(\d*))")
 
@@ -21,3 +28,25 @@ def split_revision(revision: str) -> tuple[str, list[int]]:
             number = int(caret) if caret else 1
             steps += [number] if number else []  # ^0 is the commit itself
     return revision[:match.start()], steps
+
+
+def resolve(store: GitStore, revision: str) -> ObjectId:
+    """A commit id from a full or abbreviated hex id, a branch, tag or HEAD, followed
+    by git's ancestry suffixes (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``)."""
+    from dulwich.objectspec import AmbiguousShortId, parse_commit
+
+    base, steps = split_revision(revision)
+    try:
+        commit = bytes(parse_commit(store.dulwich_repo, base.encode()).id)
+        for parent in steps:
+            parents = store.commit(commit).parents
+            if parent > len(parents):
+                raise UsageError(f"unknown revision {revision!r}: {commit.decode()[:12]} "
+                                 f"has {len(parents)} parent(s)")
+            commit = parents[parent - 1]
+        return commit
+    except (KeyError, ValueError) as exc:
+        raise UsageError(f"unknown revision {revision!r}") from exc
+    except AmbiguousShortId:
+        raise UsageError(f"the revision {revision!r} is ambiguous",
+                         hint="give more characters of the commit id") from None

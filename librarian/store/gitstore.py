@@ -181,7 +181,8 @@ class GitStore:
         obj = obj if obj is not None else self._trees.get(tree)
         raw = obj.as_raw_string() if isinstance(obj, Tree) else self._raw_trees.get(tree)
         if raw is None:
-            kind, raw = self._repo.object_store.get_raw(ObjectID(tree))
+            kind, raw = (obj.type_num, b"") if obj is not None else \
+                self._repo.object_store.get_raw(ObjectID(tree))
             if kind != Tree.type_num:
                 raise UsageError(f"{tree.decode()} is not a tree")
         return {bytes(name).decode("utf-8", "surrogateescape"): bytes(sha)

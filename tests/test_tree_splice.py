@@ -1,0 +1,93 @@
+"""``GitStore.with_paths`` (an update's collection spliced rather than built again) and
+``GitStore.subtrees`` (two upstream trees compared by their directories)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from librarian.core.digest import MODE_FILE, MODE_TREE
+from librarian.errors import UsageError
+from librarian.ops.create import init_library
+from librarian.store.gitstore import GitStore, TreeEntry
+from librarian.store.trees import make_tree
+
+_PART = st.sampled_from(["a", "b", "a-b", "a.b", "z", "\u00e9", "\udcff"])
+_PATH = st.lists(_PART, min_size=1, max_size=3).map("/".join)
+_CONTENT = st.sampled_from([b"one\n", b"two\n", b"three\n"])
+
+
+def _disjoint(paths: list[str]) -> list[str]:
+    """The paths, none inside another (the first of two that overlap is kept)."""
+    kept: list[str] = []
+    for path in paths:
+        if not any(path == k or path.startswith(k + "/") or k.startswith(path + "/")
+                   for k in kept):
+            kept.append(path)
+    return kept
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(before=st.dictionaries(_PATH, _CONTENT, max_size=8),
+       changes=st.dictionaries(_PATH, st.none() | _CONTENT, max_size=6))
+def test_splicing_gives_the_tree_built_whole(before: dict[str, bytes],
+                                             changes: dict[str, bytes | None]) -> None:
+    before = {p: before[p] for p in _disjoint(sorted(before))}
+    after = dict(before)
+    spliced_changes: dict[str, TreeEntry | None] = {}
+    with tempfile.TemporaryDirectory() as where:
+        init_library(Path(where) / "lib", "test-lib")
+        with GitStore(Path(where) / "lib") as store:
+            def entry(data: bytes) -> TreeEntry:
+                return TreeEntry(MODE_FILE, store.blob(data))
+
+            for path in _disjoint(sorted(changes)):
+                # a change may not cut through a file or directory that stays
+                if any(p != path and (p.startswith(path + "/") or path.startswith(p + "/"))
+                       for p in after):
+                    continue
+                data = changes[path]
+                spliced_changes[path] = entry(data) if data is not None else None
+                if data is None:
+                    after.pop(path, None)
+                else:
+                    after[path] = data
+            root = make_tree(store, ((p, entry(d)) for p, d in before.items()))
+            whole = make_tree(store, ((p, entry(d)) for p, d in after.items()))
+            spliced = store.with_paths(root, spliced_changes)
+            if whole is None:  # every entry gone: the empty tree, as git has it
+                assert store.tree_items(spliced) == {}
+            else:
+                assert spliced == whole
+            one_by_one = root
+            for path, change in spliced_changes.items():
+                one_by_one = store.with_path(one_by_one, path, change)
+            if spliced_changes:
+                assert one_by_one == spliced
+
+
+def test_overlapping_changes_are_refused(library: Path) -> None:
+    with GitStore(library) as store:
+        blob = TreeEntry(MODE_FILE, store.blob(b"x\n"))
+        root = make_tree(store, [("a/b", blob)])
+        with pytest.raises(UsageError, match="overlapping"):
+            store.with_paths(root, {"a": None, "a/b": blob})
+
+
+def test_subtrees_lists_the_directories_only(library: Path) -> None:
+    with GitStore(library) as store:
+        blob = TreeEntry(MODE_FILE, store.blob(b"x\n"))
+        root = make_tree(store, [("skills/pdf/SKILL.md", blob), ("README", blob),
+                                 ("\udcff/x", blob)])
+        assert root is not None
+        listed = store.subtrees(root)
+        assert sorted(listed) == ["skills", "\udcff"]
+        skills = store.lookup(root, "skills")
+        assert skills is not None and skills.mode == MODE_TREE
+        assert listed["skills"] == skills.sha
+        with pytest.raises(UsageError, match="not a tree"):
+            store.subtrees(blob.sha)

@@ -79,8 +79,11 @@ def test_nothing_new_is_planned_once_then_remembered_and_shown_the_same(
     library, up = subscribed
     up.put("skills/badfront/SKILL.md", b"---\nname: [oops\n---\n").commit("a bad item")
     assert cli(capsys, library, "update").code == 0
-    assert not _memo(library).exists()  # an update that changed something remembers nothing
-    planned = cli(capsys, library, "update", "--json")  # planned in full, then remembered
+    # an update that changed something remembers the plan of its own commit (sources.delta)
+    assert _memo(library).is_file()
+    with monkeypatch.context() as patched:
+        _never_read_upstream(patched)
+        planned = cli(capsys, library, "update", "--json")
     assert planned.code == 0 and planned.json["up_to_date"], planned.err
     assert planned.json["plans"][0]["skipped"], "the bad item is skipped on every update"
     text = cli(capsys, library, "update")

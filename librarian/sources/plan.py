@@ -10,12 +10,12 @@ file (``librarian.sources.merging``): ``merge`` when every file merges, else ``c
 Applying a plan is ``librarian.sources.update``'s.
 
 A plan in which upstream changed nothing (every item kept, unchanged upstream, so the work
-tree was not looked at) is remembered per source (``store.memo``, ``up-to-date``) with the
-ids it was computed from: the upstream commit, the committed collection tree, the committed
-``librarian.lock`` and ``library.yaml`` blobs, and ``PLAN_RULES``. The next plan
-from the same ids is that plan again without reading upstream or judging any item: the
-items are the lock's, their trees one lookup each in the committed collection. The lock is
-still read and judged on every update; only the planning is spared.
+tree was not looked at) is remembered (``sources.remembered``); the next plan from the same
+ids is that plan again without reading upstream or judging any item: the items are the
+lock's, their trees one lookup each in the committed collection. When the plan of the
+locked commit is remembered (an update remembers its own), a new upstream commit is read
+only where it differs from the locked one (``sources.delta``). The lock is still read and
+judged on every update; only the planning is spared.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.core.progress import counted
 from librarian.formats.config import (
-    LIBRARY_FILE,
-    LOCK_FILE,
     LockedSource,
     SourceConfig,
 )
+from librarian.sources.delta import Delta, changed_since
 from librarian.sources.planned import Action, KeptItems, PlannedItem, SourcePlan, item_name
+from librarian.sources.remembered import PlanMemo, Remembered
 from librarian.sources.upstream import (
     Collection,
     Skipped,
@@ -45,7 +45,6 @@ from librarian.sources.upstream import (
 from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
-from librarian.store.memo import TreeMemo
 from librarian.store.statcache import WorkTreeCache
 
 if TYPE_CHECKING:
@@ -104,16 +103,23 @@ def plan_source(
     policy: Policy,
 ) -> SourcePlan:
     pins = dict(locked.items) if locked else {}
-    memo = TreeMemo.of(store, UP_TO_DATE_MEMO)
-    state = _plan_state(store, base_tree, name, upstream_commit)
-    remembered = _remembered(memo.get(name), state)
+    memo = PlanMemo(store)
+    remembered = memo.recall(base_tree, name, upstream_commit)
     if remembered is not None:
-        plan = _kept_plan(store, base_tree, name, source, locked, upstream_commit, *remembered)
+        plan = _kept_plan(store, base_tree, name, source, locked, upstream_commit,
+                          remembered.skipped, remembered.filtered_out)
         if plan is not None:
             return plan
-    installed = _installed_from_lock(store, base_tree, name, pins)
-    collection = read_collection(store, store.commit(upstream_commit).tree, source, policy,
-                                 installed, pins)
+    since = memo.recall(base_tree, name, locked.commit.encode()) if locked else None
+    delta = _since_locked(store, base_tree, name, source, locked, upstream_commit, policy, since)
+    if delta is not None:
+        installed, collection, filtered_out = delta.installed, delta.collection, \
+            delta.filtered_out
+    else:
+        installed = _installed_from_lock(store, base_tree, name, pins)
+        collection = read_collection(store, store.commit(upstream_commit).tree, source,
+                                     policy, installed, pins)
+        filtered_out = len(collection.filtered_out)
     paths, digests, trees, judged = [], [], [], []
     for path in counted(f"plan {name}", sorted(installed.keys() | collection.items.keys())):
         tree, pin, upstream = installed.get(path), pins.get(path), collection.items.get(path)
@@ -128,6 +134,9 @@ def plan_source(
             trees.append(tree)
         else:
             judged.append(path)
+    if delta is not None and delta.kept:  # every item outside what changed upstream
+        kept = sorted((*delta.kept, *zip(paths, digests, trees, strict=True)))
+        paths, digests, trees = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
     work_cache = _work_cache(library, len(judged))
     planned = tuple(_plan_item(library, store, work_cache, name, path, installed.get(path),
                                pins.get(path), collection) for path in judged)
@@ -144,49 +153,34 @@ def plan_source(
         new_commit=upstream_commit.decode(),
         planned=planned,
         skipped=collection.skipped,
-        filtered_out=len(collection.filtered_out),
+        filtered_out=filtered_out,
         warnings=collection.warnings,
         kept=KeptItems(tuple(paths), tuple(digests), tuple(trees)),
+        exact_base=delta is not None and since is not None and since.exact,
     )
     if not plan.planned and plan == _kept_plan(
             store, base_tree, name, source, locked, upstream_commit, plan.skipped,
             plan.filtered_out):  # nothing changed upstream: remember it
-        memo.put(name, {"state": state, "filtered_out": plan.filtered_out,
-                        "skipped": [[s.path, list(s.problems)] for s in plan.skipped]})
+        exact = plan.exact_base or memo.exact_collection(base_tree, name)
+        memo.keep(base_tree, name, upstream_commit,
+                  Remembered(plan.skipped, plan.filtered_out, exact))
     # What is read next is a few items' trees, not the two collections (upstream's and
     # the committed one, megabytes each at 10,000 items).
     store.forget_trees()
     return plan
 
 
-#: The memo of plans in which upstream changed nothing (see the module's docstring).
-UP_TO_DATE_MEMO = "up-to-date"
-#: Part of every remembered plan's key: raise it with any change to planning, filtering
-#: or validation that could plan the same ids differently (remembered plans then lapse).
-PLAN_RULES = "1"
-
-
-def _plan_state(store: GitStore, root_tree: ObjectId | None, source: str,
-                upstream_commit: ObjectId) -> str:
-    """Every input of a plan that is not the work tree, as immutable ids."""
-    ids = [store.lookup(root_tree, path) for path in (collection_path(source), LOCK_FILE,
-                                                       LIBRARY_FILE)]
-    return " ".join([PLAN_RULES, upstream_commit.decode(),
-                     *(entry.sha.decode() if entry is not None else "-" for entry in ids)])
-
-
-def _remembered(value: object, state: str) -> tuple[tuple[Skipped, ...], int] | None:
-    """The skipped items and the filtered-out count of the remembered plan for ``state``
-    (None: none remembered, or a memo entry in another shape)."""
-    if not isinstance(value, dict) or value.get("state") != state:
+def _since_locked(store: GitStore, base_tree: ObjectId | None, name: str,
+                  source: SourceConfig, locked: LockedSource | None,
+                  upstream_commit: ObjectId, policy: Policy,
+                  remembered: Remembered | None) -> Delta | None:
+    """The new collection from what changed upstream since the locked commit, when the
+    plan of the locked commit against this base is remembered (``sources.delta``)."""
+    if locked is None or remembered is None or locked.commit == upstream_commit.decode():
         return None
-    skipped, filtered_out = value.get("skipped"), value.get("filtered_out")
-    if not isinstance(filtered_out, int) or not isinstance(skipped, list) or not all(
-            isinstance(s, list) and len(s) == 2 and isinstance(s[0], str)
-            and isinstance(s[1], list) and all(isinstance(p, str) for p in s[1])
-            for s in skipped):
-        return None
-    return tuple(Skipped(s[0], tuple(s[1])) for s in skipped), filtered_out
+    return changed_since(store, base_tree, name, source, policy, dict(locked.items),
+                         locked.commit.encode(), upstream_commit, remembered.skipped,
+                         remembered.filtered_out)
 
 
 def _kept_plan(store: GitStore, base_tree: ObjectId | None, name: str, source: SourceConfig,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from librarian.formats.config import LockedSource
@@ -84,6 +84,10 @@ class SourcePlan:
     #: nonconformities of the items read from upstream this time (spec §2)
     warnings: tuple[str, ...] = ()
     kept: KeptItems = KeptItems()
+    #: The committed collection holds exactly the locked items, as an update made it (a
+    #: remembered state, ``sources.delta``): the new one is that tree with the planned items
+    #: put in, not a tree of every item built again. Not part of what the plan says.
+    exact_base: bool = field(default=False, compare=False)
 
     @property
     def items(self) -> tuple[PlannedItem, ...]:

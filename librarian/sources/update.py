@@ -52,6 +52,7 @@ from librarian.sources.releases import (
     release_ref,
     signed_entry,
 )
+from librarian.sources.remembered import remember_installed
 from librarian.sources.upstream import collection_path
 from librarian.store.changes import FileChange
 from librarian.store.gitremote import strip_credentials
@@ -268,8 +269,7 @@ def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:
             item = replace(item, action=action, local_edit=True,
                            reason=item.reason + "; overwritten after a backup (--force)")
         items.append(item)
-    return SourcePlan(plan.source, plan.url, plan.ref, plan.old_commit, plan.new_commit,
-                      tuple(items), plan.skipped, plan.filtered_out, kept=plan.kept)
+    return replace(plan, planned=tuple(items))
 
 
 def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Backup],
@@ -283,12 +283,7 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
     pairs: list[tuple[str, str]] = []
     summaries = []
     for plan in plans:
-        # The admitted tree of every item (upstream's own, unless something retain would
-        # ignore was left out), one at a time: no map of 10,000 paths beside the tree.
-        collection = make_tree(store, ((path, TreeEntry(MODE_TREE, tree))
-                                       for path, _, tree in plan.installs()))
-        root = store.with_path(root, collection_path(plan.source),
-                               TreeEntry(MODE_TREE, collection) if collection else None)
+        root = _new_collection(store, root, plan)
         new_locked[plan.source] = signed_entry(lock_entry(plan), releases.get(plan.source))
         if not plan.changes and new_locked[plan.source] == tx.base.lock.get(plan.source):
             continue  # the commit names only the sources it changes
@@ -313,7 +308,30 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
     assert root is not None
     result = tx.commit_tree(root, "update " + ", ".join(summaries), trailers(
         "update", *pairs, backup=[b.ref for b in backups]))
+    # The next update reads only what changes upstream after this commit (sources.delta);
+    # the committed tree, as the transaction may have added the plugin's manifests to it.
+    remember_installed(store, store.commit(result.commit.encode()).tree, plans)
+    TreeMemo.save_all(store)
     return result.commit
+
+
+def _new_collection(store: GitStore, root: ObjectId | None, plan: SourcePlan) -> ObjectId | None:
+    """``root`` with the plan's collection: the admitted tree of every item (upstream's own,
+    unless something retain would ignore was left out)."""
+    if plan.exact_base:
+        # Only the planned items' entries change; the trees along their paths are
+        # rewritten, each once (an update of 10 of 10,000 rewrites a few trees).
+        return store.with_paths(root, {
+            collection_path(plan.source, item.path):
+                TreeEntry(MODE_TREE, item.upstream_tree.encode())
+                if item.action != "remove" and item.upstream is not None
+                and item.upstream_tree is not None else None
+            for item in plan.planned})
+    # One item at a time: no map of 10,000 paths beside the tree.
+    collection = make_tree(store, ((path, TreeEntry(MODE_TREE, tree))
+                                   for path, _, tree in plan.installs()))
+    return store.with_path(root, collection_path(plan.source),
+                           TreeEntry(MODE_TREE, collection) if collection else None)
 
 
 def _refuse_nested_changes(plans: Sequence[SourcePlan]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from librarian.content.sourcedir import IgnoreMatcher
@@ -31,11 +31,18 @@ from librarian.sources.judging import (
 from librarian.store.gitstore import GitStore, ObjectId
 
 __all__ = [
-    "MAX_DEPTH", "Collection", "Skipped", "UpstreamItem", "collection_path",
-    "compile_patterns", "find_item_trees", "judge_item", "read_collection", "selected",
+    "MAX_DEPTH", "NAME_TAKEN", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
+    "collection_path", "compile_patterns", "find_item_trees", "judge_item", "read_collection",
+    "selected", "split_filtered", "unsafe_part", "verdicts",
 ]
 
 _MANIFESTS = tuple(MANIFEST_FILES.values())
+#: Where a walk starts: (upstream path, depth, problem with the path or None).
+WalkStart = tuple[str, int, str | None]
+#: One directory holding a manifest: (upstream path, tree id, problem with the path or None).
+Found = tuple[str, ObjectId, str | None]
+#: The start of every skip for a name another item of the source already has.
+NAME_TAKEN = "another item of this source"
 
 
 @dataclass(frozen=True)
@@ -82,17 +89,22 @@ def selected(path: str, include: IgnoreMatcher | None,
 
 
 def find_item_trees(
-    store: GitStore, tree: ObjectId | None, known: Mapping[str, ObjectId] | None = None
+    store: GitStore, tree: ObjectId | None, known: Mapping[str, ObjectId] | None = None,
+    *, start: WalkStart = ("", 0, None),
 ) -> Iterator[tuple[str, ObjectId, str | None]]:
     """(upstream path, tree id, problem with the path or None) of every directory holding
     a manifest, in path order; manifest directories are not searched further. ``known``
     (path -> tree id of installed items) spares reading trees already known to be items.
     Each directory's subdirectories are taken one at a time as the walk reaches them (no
-    list of a 10,000-entry directory's children beside the tree itself)."""
+    list of a 10,000-entry directory's children beside the tree itself). ``start`` is where
+    ``tree`` stands in the whole walk (path, depth, problem of the path): a part of the
+    walk is walked as the whole walk would walk it (``sources.delta``)."""
     if tree is None:
         return
     known = known or {}
-    stack: list[Iterator[tuple[str, ObjectId, int, str | None]]] = [iter([("", tree, 0, None)])]
+    at, depth, problem = start
+    stack: list[Iterator[tuple[str, ObjectId, int, str | None]]] = [
+        iter([(at, tree, depth, problem)])]
     while stack:
         step = next(stack[-1], None)
         if step is None:
@@ -132,21 +144,37 @@ def read_collection(
     """The filtered, validated items of ``upstream_tree``. ``installed`` maps the paths of
     installed items to their tree ids, ``pins`` to their digests: content with those ids
     was validated when it was installed and is not read again."""
-    known = {tree: pins[path] for path, tree in installed.items()}
     include = compile_patterns(config.include, "include")
     exclude = compile_patterns(config.exclude, "exclude")
-    # The walk first, every item's verdict after it: the items to read are judged together
-    # (an install's, over two processors: sources.judging), then taken in path order.
-    found: list[tuple[str, ObjectId, str | None]] = []
-    wanted: list[tuple[str, ObjectId]] = []
+    found, filtered = split_filtered(find_item_trees(store, upstream_tree, installed),
+                                     include, exclude)
+    known = {tree: pins[path] for path, tree in installed.items()}
+    items, skipped = verdicts(store, found, known, policy)
+    return Collection(items, skipped, tuple(filtered))
+
+
+def split_filtered(walk: Iterable[Found], include: IgnoreMatcher | None,
+                   exclude: IgnoreMatcher | None) -> tuple[list[Found], list[str]]:
+    """The walk's items the source's filters select, and the paths of those they leave out
+    (an item whose path has a problem is never left out: it is skipped, with it)."""
+    found: list[Found] = []
     filtered: list[str] = []
-    for path, tree, problem in find_item_trees(store, upstream_tree, installed):
+    for path, tree, problem in walk:
         if problem is None and not selected(path, include, exclude):
             filtered.append(path)
-            continue
-        found.append((path, tree, problem))
-        if problem is None and tree not in known:
-            wanted.append((path, tree))
+        else:
+            found.append((path, tree, problem))
+    return found, filtered
+
+
+def verdicts(store: GitStore, found: Sequence[Found], known: Mapping[ObjectId, str],
+             policy: Policy) -> tuple[dict[str, UpstreamItem], tuple[Skipped, ...]]:
+    """The admitted items and the skipped ones among ``found`` (in path order); ``known``
+    maps the tree ids of installed items to their digests (not read again)."""
+    # The walk first, every item's verdict after it: the items to read are judged together
+    # (an install's, over two processors: sources.judging), then taken in path order.
+    wanted = [(path, tree) for path, tree, problem in found
+              if problem is None and tree not in known]
     judged = iter(judge_items(store, wanted, policy))
     items: dict[str, UpstreamItem] = {}
     skipped: list[Skipped] = []
@@ -160,11 +188,11 @@ def read_collection(
         verdict = UpstreamItem(path, tree, cached) if cached is not None else next(judged)
         name = path.rsplit("/", 1)[-1]
         if name in names:
-            skipped.append(Skipped(path, (f"another item of this source, {names[name]}, "
+            skipped.append(Skipped(path, (f"{NAME_TAKEN}, {names[name]}, "
                                           f"is named {name!r}",)))
         elif isinstance(verdict, Skipped):
             skipped.append(verdict)
         else:
             names[name] = path
             items[path] = verdict
-    return Collection(items, tuple(skipped), tuple(filtered))
+    return items, tuple(skipped)

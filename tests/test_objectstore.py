@@ -160,3 +160,24 @@ def test_held_answers_loose_objects_as_git_does(
         (fanout / ("c" * 38)).symlink_to(repo / ".git" / "objects" / loose[0][:2] / loose[0][2:])
         assert not held(object_store, ObjectID(b"ab" + b"c" * 38))
         assert not object_store.loose_file(ObjectID(b"../" + b"0" * 37))  # no path built
+
+
+@pytest.mark.parametrize(("config", "header"), [
+    (None, b"\x78\x01"),  # git's default for loose objects: best speed
+    ("looseCompression = 9", b"\x78\xda"),
+    ("compression = 9", b"\x78\xda"),
+])
+@requires_git
+def test_loose_objects_are_compressed_as_git_would(tmp_path: Path, config: str | None,
+                                                   header: bytes) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    if config is not None:
+        with (repo / ".git" / "config").open("a") as file:
+            file.write(f"[core]\n\t{config}\n")
+    with GitStore(repo) as store:
+        sha = store.blob(b"some content, " * 100)
+        store.flush(sha)
+    loose = repo / ".git" / "objects" / sha[:2].decode() / sha[2:].decode()
+    assert loose.read_bytes()[:2] == header
+    assert git(repo, "cat-file", "-p", sha.decode()).stdout == b"some content, " * 100

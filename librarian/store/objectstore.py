@@ -151,7 +151,23 @@ def open_repository(root: str) -> Repo:
         store.__class__ = LibraryObjectStore
     if isinstance(store, LibraryObjectStore):
         store.prefer_newest_packs()
+        if not any(_is_set(repo, name) for name in (b"looseCompression", b"compression")):
+            # git's default for loose objects is 1, best speed; dulwich's is zlib's 6,
+            # 2.4x slower on a 10,000-item lock (1 MB) for 3% smaller files.
+            store.loose_compression_level = GIT_LOOSE_COMPRESSION
     return repo
+
+
+#: ``core.looseCompression`` when neither it nor ``core.compression`` is set, as in git.
+GIT_LOOSE_COMPRESSION = 1
+
+
+def _is_set(repo: Repo, name: bytes) -> bool:
+    try:
+        repo.get_config().get((b"core",), name)
+    except KeyError:
+        return False
+    return True
 
 
 def held(store: DiskObjectStore, sha: ObjectID) -> bool:

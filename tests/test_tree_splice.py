@@ -1,5 +1,5 @@
 """``GitStore.with_paths`` (an update's collection spliced rather than built again) and
-``GitStore.subtrees`` (two upstream trees compared by their directories)."""
+``GitStore.raw_entries`` (two upstream trees compared as sets of entries)."""
 
 from __future__ import annotations
 
@@ -78,16 +78,19 @@ def test_overlapping_changes_are_refused(library: Path) -> None:
             store.with_paths(root, {"a": None, "a/b": blob})
 
 
-def test_subtrees_lists_the_directories_only(library: Path) -> None:
+def test_raw_entries_lists_every_entry_as_git_stores_it(library: Path) -> None:
     with GitStore(library) as store:
         blob = TreeEntry(MODE_FILE, store.blob(b"x\n"))
         root = make_tree(store, [("skills/pdf/SKILL.md", blob), ("README", blob),
                                  ("\udcff/x", blob)])
         assert root is not None
-        listed = store.subtrees(root)
-        assert sorted(listed) == ["skills", "\udcff"]
+        listed = store.raw_entries(root)
         skills = store.lookup(root, "skills")
-        assert skills is not None and skills.mode == MODE_TREE
-        assert listed["skills"] == skills.sha
+        odd = store.lookup(root, "\udcff")
+        assert skills is not None and odd is not None
+        assert listed == [(b"README", MODE_FILE, blob.sha), (b"skills", MODE_TREE, skills.sha),
+                          (b"\xff", MODE_TREE, odd.sha)]
+        store.flush(root)
+        assert store.raw_entries(root) == listed  # read back from the object store
         with pytest.raises(UsageError, match="not a tree"):
-            store.subtrees(blob.sha)
+            store.raw_entries(blob.sha)

@@ -174,9 +174,10 @@ class GitStore:
             for e in obj.iteritems()
         }
 
-    def subtrees(self, tree: ObjectId) -> dict[str, ObjectId]:
-        """name -> id of each directory in ``tree``, from one C-level parse of its bytes and
-        no ``Tree`` kept: a 10,000-entry collection's in ~10 ms, ``tree_items``'s in ~55."""
+    def raw_entries(self, tree: ObjectId) -> list[tuple[bytes, int, ObjectId]]:
+        """(name, mode, hex id) of every entry of ``tree``, from one C-level parse of its
+        bytes and no ``Tree`` kept: a 10,000-entry tree in ~4 ms, ``tree_items`` in ~55.
+        Two trees compare as sets of these (``sources.delta``)."""
         obj = self._pending.get(tree)
         obj = obj if obj is not None else self._trees.get(tree)
         raw = obj.as_raw_string() if isinstance(obj, Tree) else self._raw_trees.get(tree)
@@ -185,8 +186,7 @@ class GitStore:
                 self._repo.object_store.get_raw(ObjectID(tree))
             if kind != Tree.type_num:
                 raise UsageError(f"{tree.decode()} is not a tree")
-        return {bytes(name).decode("utf-8", "surrogateescape"): bytes(sha)
-                for name, mode, sha in parse_tree(raw, 20) if mode == MODE_TREE}
+        return list(parse_tree(raw, 20))  # a list already from the C parser: a copy
 
     def tree_children(self, tree: ObjectId, text: bool = False) -> Iterator[tuple[str, TreeEntry]]:
         """The entries of ``tree`` one at a time, by name (``text``: decoded, not as bytes)."""

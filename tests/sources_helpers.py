@@ -30,6 +30,8 @@ class Upstream:
         Repo.init_bare(str(path)).close()
         self.files: dict[str, tuple[bytes, int]] = {}
         self.commits: list[str] = []
+        #: a directory's mode other than git's 040000 (git's fsck only reports one)
+        self.dir_modes: dict[str, int] = {}
 
     @property
     def url(self) -> str:
@@ -66,11 +68,13 @@ class Upstream:
                     node = node.setdefault(part, {})
                 node[parts[-1]] = (data, mode)
 
-            def build(node: dict[str, Any]) -> bytes:
+            def build(node: dict[str, Any], at: str = "") -> bytes:
                 tree = Tree()
                 for name, child in node.items():
                     if isinstance(child, dict):
-                        tree.add(name.encode(), 0o040000, build(child))
+                        path = f"{at}/{name}" if at else name
+                        tree.add(name.encode(), self.dir_modes.get(path, 0o040000),
+                                 build(child, path))
                     else:
                         data, mode = child
                         if mode == MODE_GITLINK:

@@ -349,3 +349,68 @@ def test_an_edit_of_the_configuration_alone_keeps_the_collection_known_exact(
     up.skill("skills/two-skills", body="Better.\n").commit("two changed")
     assert cli(capsys, library, "update").code == 0
     assert watch.rebuilt == rebuilt + 1
+
+
+def _twin_of(tmp_path: Path, capsys: Cap, up: Upstream) -> Path:
+    twin = tmp_path / "twin"
+    init_library(twin, "test-lib")
+    install(capsys, twin, up)
+    return twin
+
+
+def _updated_alike(capsys: Cap, library: Path, twin: Path) -> None:
+    """``library`` updated as it is, ``twin`` from a full read: the same commit tree."""
+    assert cli(capsys, library, "update").code == 0
+    _memo(twin).unlink(missing_ok=True)
+    assert cli(capsys, twin, "update").code == 0
+    assert _root_tree(library) == _root_tree(twin)
+
+
+@requires_git
+@pytest.mark.parametrize("change", ["a new folder", "a folder's mode alone"])
+def test_a_directory_of_another_mode_is_a_directory_still(
+        installed: tuple[Path, Upstream], tmp_path: Path, capsys: Cap,
+        monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """git's fsck only reports a tree entry of mode 040755; the full walk takes it as a
+    directory, so the comparison of two trees must too (found by an adversarial pass:
+    the item in it was never installed, or an installed one removed)."""
+    library, up = installed
+    twin = _twin_of(tmp_path, capsys, up)
+    watch = Watch(monkeypatch)
+    if change == "a new folder":
+        up.dir_modes["weird"] = 0o040755
+        up.skill("weird/new")
+    else:
+        up.dir_modes["more"] = 0o040755
+    up.skill("skills/one-skills", body="Better.\n").commit(change)
+    first, full, used_delta = _plans_both_ways(library, watch)
+    assert used_delta
+    _same(first, full)
+    expected = {"skills/one-skills": "update"}
+    if change == "a new folder":
+        expected["weird/new"] = "add"
+    assert {i.path: i.action for i in first.changes} == expected
+    _updated_alike(capsys, library, twin)
+
+
+@requires_git
+def test_a_plan_that_warned_is_not_remembered(
+        installed: tuple[Path, Upstream], tmp_path: Path, capsys: Cap,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An item retain leaves a file out of is judged again by every full read, which warns
+    again where it is nonconforming: a remembered plan would warn of nothing (found by an
+    adversarial pass)."""
+    library, up = installed
+    twin = _twin_of(tmp_path, capsys, up)
+    watch = Watch(monkeypatch)
+    up.skill("skills/two-skills", name="another-name").put("skills/two-skills/.DS_Store", b"x")
+    up.commit("a nonconforming item with a file retain leaves out")
+    _updated_alike(capsys, library, twin)
+    first, full, _ = _plans_both_ways(library, watch)  # nothing new upstream
+    assert full.warnings and first.warnings == full.warnings
+    _same(first, full)
+    up.skill("more/deep/one-more-deep", body="Again.\n").commit("another item changed")
+    first, full, _ = _plans_both_ways(library, watch)
+    assert full.warnings
+    _same(first, full)
+    _updated_alike(capsys, library, twin)

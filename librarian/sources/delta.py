@@ -23,11 +23,11 @@ Imports ``sources.upstream`` and the store.
 from __future__ import annotations
 
 import bisect
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from librarian.core.digest import MODE_TREE
 from librarian.core.model import MANIFEST_FILES, Policy
 from librarian.formats.config import SourceConfig
 from librarian.sources.upstream import (
@@ -100,13 +100,14 @@ def _in_step(store: GitStore, at: Region, regions: list[Region],
     side: the same id is unchanged, a difference is gone into or is a region."""
     assert at.old is not None and at.new is not None
     # As sets of raw entries, in C: at 10,000 entries a loop over every name, or a map of
-    # decoded names, costs ~10 ms a side.
+    # decoded names, costs ~10 ms a side. A directory is any mode S_ISDIR holds, as the
+    # full walk has it (git's fsck only reports a 040755).
     before, after = set(store.raw_entries(at.old)), set(store.raw_entries(at.new))
     same = before & after
     unchanged.append((at.path, [(name.decode("utf-8", "surrogateescape"), name)
-                                for name, mode, _ in same if mode == MODE_TREE]))
-    old_dirs = {name: sha for name, mode, sha in before - same if mode == MODE_TREE}
-    new_dirs = {name: sha for name, mode, sha in after - same if mode == MODE_TREE}
+                                for name, mode, _ in same if stat.S_ISDIR(mode)]))
+    old_dirs = {name: sha for name, mode, sha in before - same if stat.S_ISDIR(mode)}
+    new_dirs = {name: sha for name, mode, sha in after - same if stat.S_ISDIR(mode)}
     for raw_name in sorted(old_dirs.keys() | new_dirs.keys()):
         part = raw_name.decode("utf-8", "surrogateescape")
         old, new = old_dirs.get(raw_name), new_dirs.get(raw_name)
@@ -140,7 +141,7 @@ class _Committed:
                 raise KeyError(folder)
             entries = self._folders[folder] = {
                 name: sha for name, mode, sha in self._store.raw_entries(entry.sha)
-                if mode == MODE_TREE}
+                if stat.S_ISDIR(mode)}
         return entries
 
     def tree(self, path: str) -> ObjectId:

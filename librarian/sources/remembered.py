@@ -108,8 +108,13 @@ class PlanMemo:
 def remember_installed(store: GitStore, root_tree: ObjectId,
                        plans: Iterable[SourcePlan]) -> None:
     """After an update committed ``root_tree``: each plan, as the plan of its new commit
-    against that tree (it keeps every item, and the collection holds exactly them)."""
+    against that tree (it keeps every item, and the collection holds exactly them).
+
+    Not a plan that warned: the full read judges again, on every update, an item retain
+    would leave files out of (its admitted tree is not upstream's), and warns again where
+    it is nonconforming; a remembered plan reads no item, so it would warn of nothing."""
     memo = PlanMemo(store)
     for plan in plans:
-        memo.keep(root_tree, plan.source, plan.new_commit.encode(),
-                  Remembered(plan.skipped, plan.filtered_out, exact=True))
+        if not plan.warnings:
+            memo.keep(root_tree, plan.source, plan.new_commit.encode(),
+                      Remembered(plan.skipped, plan.filtered_out, exact=True))

@@ -48,6 +48,10 @@ from librarian.store.gitstore import GitStore, ObjectId
 _MANIFESTS = tuple(MANIFEST_FILES.values())
 
 
+#: Per folder compared, the (name, raw name) of its directories the same on both sides.
+Unchanged = list[tuple[str, list[tuple[str, bytes]]]]
+
+
 class Region(NamedTuple):
     """A directory read whole on both sides: its path, its tree before and now (None where
     it is missing), its depth and the problem of its path (as the full walk has them)."""
@@ -81,8 +85,7 @@ def changed_since(store: GitStore, base_tree: ObjectId | None, name: str,
     try:
         old_root, new_root = store.commit(old_commit).tree, store.commit(new_commit).tree
         regions: list[Region] = []
-        # (folder, the (name, raw name) of its directories the same on both sides)
-        unchanged: list[tuple[str, list[tuple[str, bytes]]]] = []
+        unchanged: Unchanged = []
         if old_root != new_root:
             _in_step(store, Region("", old_root, new_root, 0, None), regions, unchanged)
         else:
@@ -95,7 +98,7 @@ def changed_since(store: GitStore, base_tree: ObjectId | None, name: str,
 
 
 def _in_step(store: GitStore, at: Region, regions: list[Region],
-             unchanged: list[tuple[str, list[tuple[str, bytes]]]]) -> None:
+             unchanged: Unchanged) -> None:
     """Compare the subdirectories of two differing directories that are items on neither
     side: the same id is unchanged, a difference is gone into or is a region."""
     assert at.old is not None and at.new is not None
@@ -152,8 +155,7 @@ class _Committed:
 
 def _assemble(store: GitStore, config: SourceConfig, policy: Policy, pins: Mapping[str, str],
               skipped: Sequence[Skipped], filtered_out: int, regions: Sequence[Region],
-              unchanged: Sequence[tuple[str, list[tuple[str, bytes]]]],
-              committed: _Committed) -> Delta | None:
+              unchanged: Unchanged, committed: _Committed) -> Delta | None:
     locked = sorted(pins)  # the lock's own order already: a pass
     kept = _kept(pins, locked, unchanged, committed)
     installed = {item: committed.tree(item) for region in regions
@@ -186,8 +188,7 @@ def _assemble(store: GitStore, config: SourceConfig, policy: Policy, pins: Mappi
 
 
 def _kept(pins: Mapping[str, str], locked: Sequence[str],
-          unchanged: Sequence[tuple[str, list[tuple[str, bytes]]]],
-          committed: _Committed) -> list[tuple[str, str, ObjectId]]:
+          unchanged: Unchanged, committed: _Committed) -> list[tuple[str, str, ObjectId]]:
     """(path, locked digest, committed tree) of the locked items in the unchanged
     directories. Most of them are such a directory themselves (an item of a folder of
     items): one look-up each, no search of the lock."""

@@ -1,9 +1,9 @@
 """The collection of a new upstream commit from what changed since the locked one.
 
 An update of 10 items of 10,000 would otherwise walk the whole upstream tree to find them.
-When the plan of the locked commit is remembered (``store.memo`` ``up-to-date``: the
-locked upstream commit planned against this very collection tree, lock and
-``library.yaml`` kept every item, with these skipped items and this many filtered out), the
+When the plan of the locked commit is remembered (``sources.remembered``: the locked
+upstream commit planned against this very collection tree, lock and ``library.yaml``
+kept every item, with these skipped items and this many filtered out), the
 new commit's collection can differ from the lock's items only inside the directories where
 the two upstream trees differ. ``changed_since`` walks both trees in step, going into a
 directory only where its ids differ, and reads with ``read_collection``'s own rules only

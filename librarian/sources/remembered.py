@@ -14,7 +14,9 @@ later against the same collection and lock (another upstream commit, an edited
 
 The key (``_state``) is the upstream commit, the committed collection tree, the
 committed ``librarian.lock`` and ``library.yaml`` blobs, and ``PLAN_RULES``. A memo entry
-in any other shape is no entry: forged or damaged, it only costs a full read.
+in any other shape is no entry: damaged, foreign or stale, it only costs a full read. One
+forged with the right ids by someone who can write ``.git`` is believed, as every cache
+here would be (docs/decisions.md).
 
 Imports the store, ``formats.config`` and ``sources.upstream``.
 """
@@ -84,8 +86,8 @@ class PlanMemo:
         if not isinstance(value, dict) or value.get("exact") is not True:
             return False
         state = value.get("state")
-        now = self._state(root_tree, source, b"-").split(" ")
-        return isinstance(state, str) and state.split(" ")[2:4] == now[2:4]
+        collection_and_lock = self._ids(root_tree, source)[:2]
+        return isinstance(state, str) and state.split(" ")[2:4] == collection_and_lock
 
     def keep(self, root_tree: ObjectId | None, source: str, upstream_commit: ObjectId,
              remembered: Remembered) -> None:
@@ -99,10 +101,13 @@ class PlanMemo:
     def _state(self, root_tree: ObjectId | None, source: str,
                upstream_commit: ObjectId) -> str:
         """Every input of a plan that is not the work tree, as immutable ids."""
-        ids = [self._store.lookup(root_tree, path)
-               for path in (collection_path(source), LOCK_FILE, LIBRARY_FILE)]
-        return " ".join([PLAN_RULES, upstream_commit.decode(),
-                         *(entry.sha.decode() if entry is not None else "-" for entry in ids)])
+        return " ".join([PLAN_RULES, upstream_commit.decode(), *self._ids(root_tree, source)])
+
+    def _ids(self, root_tree: ObjectId | None, source: str) -> list[str]:
+        """The ids of the committed collection, lock and ``library.yaml`` ("-": none)."""
+        entries = [self._store.lookup(root_tree, path)
+                   for path in (collection_path(source), LOCK_FILE, LIBRARY_FILE)]
+        return [entry.sha.decode() if entry is not None else "-" for entry in entries]
 
 
 def remember_installed(store: GitStore, root_tree: ObjectId,

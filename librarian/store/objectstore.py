@@ -151,7 +151,7 @@ def open_repository(root: str) -> Repo:
         store.__class__ = LibraryObjectStore
     if isinstance(store, LibraryObjectStore):
         store.prefer_newest_packs()
-        if not any(_is_set(repo, name) for name in (b"looseCompression", b"compression")):
+        if not _compression_set(repo):
             # git's default for loose objects is 1, best speed; dulwich's is zlib's 6,
             # 2.4x slower on a 10,000-item lock (1 MB) for 3% smaller files.
             store.loose_compression_level = GIT_LOOSE_COMPRESSION
@@ -162,12 +162,16 @@ def open_repository(root: str) -> Repo:
 GIT_LOOSE_COMPRESSION = 1
 
 
-def _is_set(repo: Repo, name: bytes) -> bool:
-    try:
-        repo.get_config().get((b"core",), name)
-    except KeyError:
-        return False
-    return True
+def _compression_set(repo: Repo) -> bool:
+    """Whether the repository's config sets either level (read once per open)."""
+    config = repo.get_config()
+    for name in (b"looseCompression", b"compression"):
+        try:
+            config.get((b"core",), name)
+        except KeyError:
+            continue
+        return True
+    return False
 
 
 def held(store: DiskObjectStore, sha: ObjectID) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import GIT, git
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from librarian.store.fsck import BLOB, COMMIT, TAG, TREE, Judge
@@ -185,6 +185,7 @@ def _loose(repo: Path, kind: str, raw: bytes) -> str:
 
 
 @settings(max_examples=8, deadline=None)
+@example(entries=[(["a"], b"100644")] * 19 + [([".", "git", "modules", "/"], b"40000")])
 @given(entries=st.lists(st.tuples(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=5),
                                   st.sampled_from(_MODES)), min_size=20, max_size=40))
 def test_names_are_judged_as_git_fsck_judges_them(
@@ -209,9 +210,104 @@ def test_names_are_judged_as_git_fsck_judges_them(
     by_git = re.findall(r"^error in \w+ ([0-9a-f]{40}): (\w+):", fsck, re.M)
     trees_by_git = {sha for sha, check in by_git if check not in ON_THE_OBJECT}
     objects_by_git = {check for _, check in by_git if check in ON_THE_OBJECT}
-    findings = judge._tree_findings.values()
+    findings = judge.findings()
     trees_by_us = {f.sha for f in findings if f.check not in ON_THE_OBJECT}
     objects_by_us = {f.check for f in findings if f.check in ON_THE_OBJECT}
     assert (trees_by_us, objects_by_us) == (trees_by_git, objects_by_git), (
         {trees[s] for s in trees_by_us - trees_by_git},
         {trees[s] for s in trees_by_git - trees_by_us}, fsck[:2000])
+
+
+# -- whole trees: the bulk pass and the entry-by-entry walk, against git ---------------
+
+class _EntryByEntry(Judge):
+    """The judge with its bulk pass for ordinary trees turned off."""
+
+    def _ordinary_tree(self, sha: bytes, raw: bytes) -> bool:
+        return False
+
+
+# Mostly what real trees hold, so that whole trees of them are common; now and then a
+# spelling git refuses, a zero-padded mode or a null id.
+_TREE_NAMES = st.one_of(st.sampled_from([b"a", b"a-b", b"a.b", b"a b", b"ab", b"b", b"B"]),
+                        st.sampled_from([b"a", b"b", b".gitmodules", b"git~1", b"a/b", b""]))
+_TREE_MODES = st.one_of(st.sampled_from([b"100644", b"100755", b"40000", b"120000", b"160000"]),
+                        st.sampled_from([b"100644", b"40000", b"040000", b"0100644"]))
+_RARELY = st.integers(0, 7).map(lambda n: n == 0)
+_NULL = "0" * 40
+_GITLINKED = "1" * 40  # a commit of another repository: neither git nor the judge asks for it
+
+
+def _git_key(name: bytes, mode: bytes) -> bytes:
+    return name + b"/" if mode.lstrip(b"0") == b"40000" else name
+
+
+@settings(max_examples=30, deadline=None)
+@example(trees=[([(b"a", b"160000", False), (b"b", b"40000", False)], "git order"),
+                ([(b"b", b"100644", False), (b"a", b"100644", False)], "as drawn"),
+                ([(b"a", b"100644", False), (b"a", b"40000", False)], "git order")])
+@given(trees=st.lists(st.tuples(
+    st.lists(st.tuples(_TREE_NAMES, _TREE_MODES, _RARELY), min_size=1, max_size=6),
+    st.sampled_from(["git order", "as drawn", "reversed"])), min_size=1, max_size=8))
+def test_whole_trees_are_judged_in_bulk_as_entry_by_entry_and_as_git_does(
+        trees: list[tuple[list[tuple[bytes, bytes, bool]], str]],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Trees of several entries (names that sort apart in git's order and Python's, the
+    spellings git refuses, every mode, duplicates, null ids), each in git's order or not:
+    the judge refuses exactly the trees `git fsck --strict` refuses, with the same
+    findings, links and paths as the entry-by-entry walk alone gives."""
+    repo = tmp_path_factory.mktemp("trees") / "r.git"
+    git(repo.parent, "init", "-q", "--bare", str(repo))
+    stored = {X: (BLOB, b"x\n"), EMPTY_TREE: (TREE, b"")}
+    _loose(repo, "blob", b"x\n")
+    _loose(repo, "tree", b"")
+    fed: list[tuple[str, bytes]] = []
+    for drawn, order in trees:
+        entries = [(name, mode, _NULL if null else EMPTY_TREE if mode.lstrip(b"0") == b"40000"
+                    else _GITLINKED if mode == b"160000" else X) for name, mode, null in drawn]
+        if order == "git order":
+            entries.sort(key=lambda e: _git_key(e[0], e[1]))
+        elif order == "reversed":
+            entries.sort(key=lambda e: _git_key(e[0], e[1]), reverse=True)
+        raw = b"".join(entry(mode, name, sha) for name, mode, sha in entries)
+        sha = _loose(repo, "tree", raw)
+        stored[sha] = (TREE, raw)
+        fed.append((sha, raw))
+    top = b"".join(entry(b"40000", b"d%d" % n, sha) for n, (sha, _) in enumerate(fed))
+    root = _loose(repo, "tree", top)
+    fed.append((root, top))
+    root_commit = _loose(repo, "commit", ok_commit().replace(EMPTY_TREE.encode(),
+                                                             root.encode()))
+    judges = [Judge(), _EntryByEntry()]
+    for judge in judges:
+        for sha, raw in fed:
+            judge.add(TREE, sha.encode(), raw)
+        judge.add(COMMIT, root_commit.encode(), ok_commit().replace(EMPTY_TREE.encode(),
+                                                                    root.encode()))
+        judge.finish(lambda sha: stored.get(sha.decode()))
+    bulk, by_entry = judges
+    assert bulk.first() == by_entry.first()
+    assert bulk.findings() == by_entry.findings()
+    assert bulk.links == by_entry.links
+    fsck = git(repo, "fsck", "--strict", "--no-dangling", check=False).stderr.decode()
+    by_git = {sha for sha, check in re.findall(r"^error in tree ([0-9a-f]{40}): (\w+):",
+                                               fsck, re.M) if check not in ON_THE_OBJECT}
+    by_us = {f.sha for f in bulk.findings() if f.check not in ON_THE_OBJECT}
+    assert by_us == by_git, fsck[:2000]
+
+
+def test_a_finding_below_trees_judged_in_bulk_is_named_by_its_path() -> None:
+    inner_sha, middle_sha, top_sha, commit_sha = (f"{n:040x}" for n in range(1, 5))
+    inner = entry(b"100644", b".git", X)
+    middle = entry(b"40000", b"pdf", inner_sha) + entry(b"100644", b"z", X)
+    top = entry(b"100644", b"README", X) + entry(b"40000", b"skills", middle_sha)
+    judge = Judge()
+    judge.add(TREE, top_sha.encode(), top)
+    judge.add(TREE, middle_sha.encode(), middle)
+    judge.add(TREE, inner_sha.encode(), inner)
+    judge.add(COMMIT, commit_sha.encode(),
+              ok_commit().replace(EMPTY_TREE.encode(), top_sha.encode()))
+    judge.finish(lambda sha: None)
+    finding = judge.first()
+    assert finding is not None and finding.check == "hasDotgit"
+    assert finding.path == "skills/pdf/.git"

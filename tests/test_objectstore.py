@@ -181,3 +181,51 @@ def test_loose_objects_are_compressed_as_git_would(tmp_path: Path, config: str |
     loose = repo / ".git" / "objects" / sha[:2].decode() / sha[2:].decode()
     assert loose.read_bytes()[:2] == header
     assert git(repo, "cat-file", "-p", sha.decode()).stdout == b"some content, " * 100
+
+
+def _variants() -> dict[str, bytes]:
+    """A loose file's bytes for the object ``blob 3\\0abc``, sound and damaged."""
+    import zlib
+
+    sound = zlib.compress(b"blob 3\0abc")
+    return {
+        "sound": sound,
+        "trailing bytes": sound + b"more",
+        "checksum cut": sound[:-2],
+        "body cut": sound[:8],
+        "size lies": zlib.compress(b"blob 9\0abc"),
+        "unknown type": zlib.compress(b"blub 3\0abc"),
+        "no header end": zlib.compress(b"blob 3abc"),
+        "not zlib": b"blob 3\0abc",
+        "empty": b"",
+    }
+
+
+@pytest.mark.parametrize("variant", list(_variants()))
+@requires_git
+def test_a_loose_file_reads_as_dulwich_reads_it(tmp_path: Path, variant: str) -> None:
+    """The raw read of a loose object (no dulwich object built) answers what dulwich's
+    reader answers for it, sound or damaged: the same type and bytes, or no object."""
+    from dulwich.object_store import DiskObjectStore
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    sha = git_text(repo, "hash-object", "--stdin", input=b"abc").strip()
+    loose = repo / ".git" / "objects" / sha[:2] / sha[2:]
+    loose.parent.mkdir(parents=True)
+    loose.write_bytes(_variants()[variant])
+
+    def answer(store: object) -> object:
+        try:
+            return store.get_raw(ObjectID(sha.encode()))  # type: ignore[attr-defined]
+        except KeyError:
+            return "absent"
+        except Exception as exc:  # noqa: BLE001 - the kind of failure is the answer
+            return type(exc).__name__
+
+    plain = answer(DiskObjectStore(str(repo / ".git" / "objects")))
+    with GitStore(repo) as store:
+        ours = answer(store.dulwich_repo.object_store)
+    assert ours == plain
+    if variant in ("sound", "trailing bytes"):
+        assert ours == (3, b"abc")

@@ -34,14 +34,15 @@ def _hfs_chars(name: str) -> str:
 
 
 def is_hfs_dot(name: str, needle: str) -> bool:
-    """path.c is_hfs_dot_generic: ``.<needle>`` with HFS+ ignorables, in any ASCII case."""
+    """utf8.c is_hfs_dot_generic: ``.<needle>`` with HFS+ ignorables, in any ASCII case,
+    then the end or a ``/`` (whatever follows it)."""
     chars = _hfs_chars(name)
     if not chars.startswith("."):
         return False
-    rest = chars[1:]
-    if len(rest) != len(needle) or any(ord(c) > 127 for c in rest):
+    word, after = chars[1 : 1 + len(needle)], chars[1 + len(needle) : 2 + len(needle)]
+    if after not in ("", "/") or any(ord(c) > 127 for c in word):
         return False
-    return rest.lower() == needle
+    return word.lower() == needle
 
 
 def is_hfs_dotgit(name: str) -> bool:

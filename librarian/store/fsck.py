@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dulwich.config import ConfigFile
+from dulwich.objects import parse_tree
 
 from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
 
@@ -36,7 +37,14 @@ ATTR_MAX_LINE_LENGTH = 2048  # attr.h
 ATTR_MAX_FILE_SIZE = 100 * 1024 * 1024
 #: A name no spelling rule can match: every .git / .gitmodules / .gitattributes spelling
 #: starts with "." (HFS+ ignorables are not ASCII) or holds "~" (8.3 names) or "\\".
-_ORDINARY = re.compile(rb"[\x21-\x2d\x30-\x5b\x5d-\x7d][\x20-\x2e\x30-\x5b\x5d-\x7d]*")
+_ORDINARY_NAME = rb"[\x21-\x2d\x30-\x5b\x5d-\x7d][\x20-\x2e\x30-\x5b\x5d-\x7d]*"
+_ORDINARY = re.compile(_ORDINARY_NAME)
+#: Every name of a tree, joined by newlines (no ordinary name holds one), all ordinary.
+_ORDINARY_NAMES = re.compile(rb"%s(?:\n%s)*" % (_ORDINARY_NAME, _ORDINARY_NAME))
+#: A tree of well-formed entries whose modes have no leading zero (and at most 7 digits,
+#: so dulwich's C parser reads them as git does).
+_CANONICAL_TREE = re.compile(rb"(?:[1-7][0-7]{0,6} [^\0]*\0.{20})*", re.DOTALL)
+_NULL_HEX = b"0" * 40
 
 #: Reasons shown for each tree rule (the fsck message id is shown beside it).
 _PATH_RULES = frozenset({"fullPathname", "emptyName", "hasDot", "hasDotdot", "hasDotgit"})
@@ -90,13 +98,15 @@ class Judge:
     def __init__(self) -> None:
         self._tree_findings: dict[bytes, Finding] = {}  # by hex tree id
         self._other: list[Finding] = []
+        self._also: list[Finding] = []  # on the blobs of trees refused for another rule
         self._subtrees: dict[bytes, list[tuple[str, bytes]]] = {}
+        self._ordinary: dict[bytes, bytes] = {}  # a tree judged in bulk: its raw bytes
         self._roots: list[bytes] = []
         self._gitmodules: dict[bytes, tuple[bytes, str]] = {}  # blob -> (tree, name)
         self._gitattributes: dict[bytes, tuple[bytes, str]] = {}
-        #: (object, its type name, an object it names, whether that is a parent commit),
+        #: (object, its type name, the objects it names, whether they are parent commits),
         #: for the caller's closure check; gitlinks name commits of other repositories.
-        self.links: list[tuple[bytes, str, bytes, bool]] = []
+        self.links: list[tuple[bytes, str, list[bytes], bool]] = []
 
     def add(self, type_num: int, sha: bytes, raw: bytes) -> None:
         if type_num == TREE:
@@ -109,17 +119,19 @@ class Judge:
                 return
             tree = raw[5:45].lower()
             self._roots.append(tree)
-            self.links.append((sha, "commit", tree, False))
+            self.links.append((sha, "commit", [tree], False))
+            parents = []
             for line in raw[46:raw.find(b"\n\n")].split(b"\n"):
                 if not line.startswith(b"parent "):
                     break
-                self.links.append((sha, "commit", line[7:].lower(), True))
+                parents.append(line[7:].lower())
+            self.links.append((sha, "commit", parents, True))
         elif type_num == TAG:
             problem = tag_problem(raw)
             if problem is not None:
                 self._other.append(Finding(problem[0], "tag", sha.decode(), detail=problem[1]))
             else:
-                self.links.append((sha, "tag", raw[7:47].lower(), False))
+                self.links.append((sha, "tag", [raw[7:47].lower()], False))
 
     def finish(self, read: Callable[[bytes], tuple[int, bytes] | None]) -> None:
         """Check the blobs new trees name as ``.gitmodules`` / ``.gitattributes`` (wherever
@@ -127,14 +139,22 @@ class Judge:
         for blobs, check in ((self._gitmodules, _gitmodules_problem),
                              (self._gitattributes, _gitattributes_problem)):
             for blob, (tree, name) in blobs.items():
-                if tree in self._tree_findings:
-                    continue
                 found = read(blob)
                 if found is None:
                     continue  # the closure check names what was not sent
                 problem = check(found)
-                if problem is not None:
-                    self._tree_findings[tree] = Finding(problem, "tree", tree.decode(), name)
+                if problem is None:
+                    continue
+                finding = Finding(problem, "tree", tree.decode(), name)
+                if tree in self._tree_findings:  # refused already; git names both
+                    self._also.append(finding)
+                else:
+                    self._tree_findings[tree] = finding
+
+    def findings(self) -> list[Finding]:
+        """Every tree finding (the first of each tree, then what its ``.gitmodules`` or
+        ``.gitattributes`` blob breaks too), as ``git fsck`` lists them, in no set order."""
+        return [*self._tree_findings.values(), *self._also]
 
     def commit_trees(self) -> list[bytes]:
         """The root tree of every commit fed (hex), in pack order."""
@@ -165,11 +185,36 @@ class Judge:
             if finding is not None:
                 return Finding(finding.check, "tree", finding.sha, finding.name,
                                where + finding.name, finding.detail)
-            children = self._subtrees.get(sha, [])
+            children = self._subtrees.get(sha) or _subtrees(self._ordinary.get(sha, b""))
             stack.extend((child, f"{where}{name}/") for name, child in reversed(children))
         return None
 
     def _tree(self, sha: bytes, raw: bytes) -> None:
+        if not self._ordinary_tree(sha, raw):
+            self._tree_by_entry(sha, raw)
+
+    def _ordinary_tree(self, sha: bytes, raw: bytes) -> bool:
+        """The common tree judged in bulk, by C-level passes: well formed, modes without a
+        leading zero, every name ordinary (no rule on spellings applies), no name twice, in
+        git's order, no null id. True when it is such a tree (its links recorded); False
+        when it needs the entry-by-entry walk, which says what is wrong, if anything. A
+        10,000-entry tree is a few milliseconds here, ~30 entry by entry."""
+        if not _CANONICAL_TREE.fullmatch(raw):
+            return False
+        entries = list(parse_tree(raw, 20))
+        names = [name for name, _, _ in entries]
+        if not _ORDINARY_NAMES.fullmatch(b"\n".join(names)) or len(set(names)) != len(names):
+            return False
+        # No ordinary name holds "/": a directory's key (name + "/") is no other entry's.
+        keys = [name + b"/" if mode & 0o170000 == _DIR else name for name, mode, _ in entries]
+        if keys != sorted(keys) or _NULL_HEX in [child for _, _, child in entries]:
+            return False
+        self.links.append((sha, "tree", [c for _, mode, c in entries if mode != _GITLINK], False))
+        if any(mode & 0o170000 == _DIR for _, mode, _ in entries):
+            self._ordinary[sha] = raw  # its subtrees, read again only to name a finding
+        return True
+
+    def _tree_by_entry(self, sha: bytes, raw: bytes) -> None:
         subtrees: list[tuple[str, bytes]] = []
         problem: tuple[str, str] | None = None
         try:
@@ -177,6 +222,7 @@ class Judge:
         except ValueError:
             entries, problem = [], ("badTree", "")
         names: set[bytes] = set()
+        named: list[bytes] = []
         previous: bytes | None = None
         for mode_text, name, child in entries:
             mode = int(mode_text, 8)
@@ -195,7 +241,7 @@ class Judge:
             if mode & 0o170000 == _DIR:
                 subtrees.append((shown, hexsha))
             if mode != _GITLINK:
-                self.links.append((sha, "tree", hexsha, False))
+                named.append(hexsha)
             if _ORDINARY.fullmatch(name):
                 continue  # neither .gitmodules nor .gitattributes in any spelling
             if mode != _LINK and any(_is_special(piece, "gitmodules", "gi7eba")
@@ -203,10 +249,17 @@ class Judge:
                 self._gitmodules.setdefault(hexsha, (sha, shown))
             if mode != _LINK and _is_special(shown, "gitattributes", "gi7d29"):
                 self._gitattributes.setdefault(hexsha, (sha, shown))
+        self.links.append((sha, "tree", named, False))
         if subtrees:
             self._subtrees[sha] = subtrees
         if problem is not None:
             self._tree_findings[sha] = Finding(problem[0], "tree", sha.decode(), problem[1])
+
+
+def _subtrees(raw: bytes) -> list[tuple[str, bytes]]:
+    """(name, hex id) of the directories of a tree judged ordinary."""
+    return [(name.decode("utf-8", "surrogateescape"), child)
+            for name, mode, child in parse_tree(raw, 20) if mode & 0o170000 == _DIR]
 
 
 def tree_entries(raw: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:

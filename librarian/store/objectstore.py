@@ -35,6 +35,9 @@ PACK_THRESHOLD = 256
 _LSTATS_BEFORE_LISTING = 4
 #: Bytes of blob content one store keeps once read (``BlobMemo``).
 BLOB_MEMO_BYTES = 32 * 1024 * 1024
+_LOOSE_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+#: The most a loose object may inflate to (dulwich's own bound, 512 MiB).
+_LOOSE_LIMIT = 512 * 1024 * 1024
 
 
 class LibraryObjectStore(DiskObjectStore):
@@ -56,12 +59,9 @@ class LibraryObjectStore(DiskObjectStore):
                 pass
             except (OSError, PackFileDisappeared):
                 self._last_pack = None
-        try:
-            loose = self._get_loose_object(ObjectID(name))
-        except (OSError, ValueError, zlib.error, FileFormatException):
-            loose = None  # damaged: a packed copy answers, as in dulwich's own order
-        if loose is not None:
-            return loose.type_num, loose.as_raw_string()
+        found = self._loose_raw(ObjectID(name))
+        if found is not None:
+            return found
         for pack_name, pack in list(self._pack_cache.items()):
             if pack is last:
                 continue
@@ -74,6 +74,35 @@ class LibraryObjectStore(DiskObjectStore):
             self._last_pack = pack_name
             return found
         return super().get_raw(name)
+
+    def _loose_raw(self, sha: ObjectID) -> tuple[int, bytes] | None:
+        """A loose object's type and content as git reads them: the file inflated and its
+        header checked, no dulwich object built (which parses a tree whole: a 10,000-entry
+        tree in ~6 ms, inflated in ~1). Anything else in the file is dulwich's to read."""
+        try:
+            data = Path(self._get_shafile_path(sha)).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError:
+            data = b""
+        inflater = zlib.decompressobj()
+        try:  # bounded as dulwich bounds it (a small file may inflate to gigabytes)
+            whole = inflater.decompress(data, _LOOSE_LIMIT + 1)
+        except zlib.error:
+            whole = b""
+        if not inflater.eof or len(whole) > _LOOSE_LIMIT:  # truncated, or too large
+            whole = b""
+        end = whole.find(b"\0", 0, 32)
+        kind, _, size = whole[:end].partition(b" ")
+        type_num = _LOOSE_TYPES.get(kind)
+        if end > 0 and type_num is not None and size.isdigit() \
+                and int(size) == len(whole) - end - 1:
+            return type_num, whole[end + 1 :]
+        try:  # damaged, or a format git no longer writes: dulwich's reader judges
+            loose = self._get_loose_object(sha)
+        except (OSError, ValueError, zlib.error, FileFormatException):
+            loose = None  # damaged: a packed copy answers, as in dulwich's own order
+        return (loose.type_num, loose.as_raw_string()) if loose is not None else None
 
     def loose_file(self, sha: ObjectID) -> bool:
         """Whether a loose file (not a link) is named ``sha``: an lstat for the first few

@@ -26,6 +26,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from librarian.core.fsutil import fsync_dir, fsync_fd
+from librarian.store.indexmemo import remember_clean
 from librarian.store.indexscan import (
     ENTRY,
     HEADER,
@@ -224,9 +225,11 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
         prev = name
 
 
-#: What to write, from the current index's descriptor (None: no index): the chunks, and
-#: the scan of the index when runs are copied from it (None otherwise).
-Build = Callable[[int | None], tuple[list[bytes | memoryview | Run], FileScan | None]]
+#: What to write, from the current index's descriptor (None: no index): the chunks, the
+#: scan of the index when runs are copied from it (None otherwise), and whether what is
+#: written is known to hold no entry in a merge stage (``indexmemo``).
+Build = Callable[[int | None],
+                 tuple[list[bytes | memoryview | Run], FileScan | None, bool]]
 
 
 def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
@@ -249,7 +252,7 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
                     current = os.open(index_path, os.O_RDONLY)
                     stack.callback(os.close, current)
                 digest = hashlib.sha1()
-                chunks, scan = build(current)
+                chunks, scan, clean = build(current)
                 copy = _Copy(scan) if scan is not None else None
                 for chunk in chunks:
                     if isinstance(chunk, tuple):
@@ -273,6 +276,8 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
         lock.unlink(missing_ok=True)  # never leave git locked out
         raise
     fsync_dir(index_path.parent)  # make the rename durable
+    if clean:
+        remember_clean(index_path, digest.digest())
 
 
 class _Copy:
@@ -325,16 +330,20 @@ def splice_index(
     remove = [_encode_path(p) for p in remove_prefixes]
     adds = _encode_all(add)
 
-    def build(current: int | None) -> tuple[list[bytes | memoryview | Run], FileScan | None]:
+    def build(current: int | None
+              ) -> tuple[list[bytes | memoryview | Run], FileScan | None, bool]:
         scan = scan_index_file(current) if current is not None else IndexScan.empty()
         if scan is None:  # version 4: read whole, rewritten by dulwich
             assert current is not None
             whole = scan_index(read_at(current, 0, os.fstat(current).st_size))
             dels, _ = _plan(whole, remove, adds)
-            return [*_splice_dulwich(whole, dels, add)], None
+            return [*_splice_dulwich(whole, dels, add)], None, False
         dels, positions = _plan(scan, remove, adds)
-        return (_splice_raw(scan, dels, positions, adds),
-                scan if isinstance(scan, FileScan) else None)
+        # Only stage-0 entries are added: the index stays clean if it was (its copied
+        # runs are checksummed against the scan's trailer as they are copied).
+        if isinstance(scan, FileScan):
+            return _splice_raw(scan, dels, positions, adds), scan, not scan.staged
+        return _splice_raw(scan, dels, positions, adds), None, True
 
     _write_locked(index_path, build, held)
 
@@ -344,4 +353,5 @@ def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
     encoded = _encode_all(entries)
     _check_file_dir_conflicts(IndexScan.empty(), [], [name for name, _ in encoded])
     header = HEADER.pack(b"DIRC", 2, len(encoded))
-    _write_locked(index_path, lambda _current: ([header, *(blob for _, blob in encoded)], None))
+    _write_locked(index_path,
+                  lambda _current: ([header, *(blob for _, blob in encoded)], None, True))

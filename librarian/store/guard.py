@@ -7,8 +7,8 @@ A work tree arriving by ``git pull`` can hold a symlink where librarian writes
 refused with exit 2 and nothing is written. Checks use ``lstat`` only and never follow a
 link.
 
-Imported by ``txn``, ``library`` and ``lock``; imports ``indexscan``, core, errors and
-dulwich's config reader only.
+Imported by ``txn``, ``library`` and ``lock``; imports ``indexscan``, ``indexmemo``, core,
+errors and dulwich's config reader only.
 """
 
 from __future__ import annotations
@@ -133,10 +133,14 @@ def refuse_unfinished_git(git_dir: Path, has_head: bool, conflicted: Iterable[st
 
 def conflicted_paths(index_path: Path) -> list[str]:
     """Paths of the index entries in a merge stage (1-3): only the stage bits of each
-    entry's flags are read (7 ms for 20,000 entries, where a full read costs 30 ms)."""
+    entry's flags are read (7 ms for 20,000 entries, where a full read costs 30 ms), and
+    nothing when the index is one librarian wrote from a clean one (``indexmemo``)."""
     # Imported here: only changing commands read the index; a status does not pay for it.
+    from librarian.store.indexmemo import known_clean
     from librarian.store.indexscan import scan_index
 
+    if known_clean(index_path):  # the index librarian last wrote, from a clean one
+        return []
     try:
         data = index_path.read_bytes()
     except FileNotFoundError:

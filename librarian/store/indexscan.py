@@ -21,6 +21,7 @@ ENTRY = struct.Struct(">10L20sH")
 U32 = struct.Struct(">L")
 FLAG_EXTENDED = 0x4000
 NAME_MASK = 0x0FFF
+STAGE_MASK = 0x3000
 TRAILER = 20
 MODES = frozenset({0o100644, 0o100755, 0o120000, 0o160000})
 # REUC (resolve-undo) is keyed by path, not by entry position, so it survives a splice. All
@@ -223,9 +224,11 @@ class FileScan:
     it); version 4 is read whole (``scan_index``)."""
 
     def __init__(self, fd: int, size: int, version: int, offsets: array[int],
-                 keep: list[bytes], trailer: bytes, identity: tuple[int, int, int, int]) -> None:
+                 keep: list[bytes], trailer: bytes, identity: tuple[int, int, int, int],
+                 staged: bool) -> None:
         self.fd, self.size, self.version, self.offsets, self.keep = fd, size, version, offsets, keep
         self.trailer, self.identity = trailer, identity  # (inode, size, mtime, ctime) read
+        self.staged = staged  # whether any entry is in a merge stage (1-3)
         self.names: list[bytes] | None = None  # every name, once ``load_names`` has run
 
     @property
@@ -278,25 +281,27 @@ def scan_index_file(fd: int) -> FileScan | None:
     if version == 4:
         return None
     try:
-        offsets = _scan_v2_file(fd, size, count, version)
+        offsets, staged = _scan_v2_file(fd, size, count, version)
     except (IndexError, ValueError):
         raise IndexFormatError("index entries are truncated or malformed") from None
     if offsets[-1] > size - TRAILER:
         raise IndexFormatError("index entries run past the end of the file")
     tail = read_at(fd, offsets[-1], size - offsets[-1])
     return FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
-                    tail[-TRAILER:], (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns))
+                    tail[-TRAILER:], (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns), staged)
 
 
 #: Room for one entry with the longest name git stores inline, and its padding.
 _ENTRY_MAX = 64 + NAME_MASK + 8
 
 
-def _scan_v2_file(fd: int, size: int, count: int, version: int) -> array[int]:
+def _scan_v2_file(fd: int, size: int, count: int, version: int) -> tuple[array[int], bool]:
     """``_scan_v2`` over windows of the file: each entry is read from the window holding
-    it whole, the next window starting at the first entry that may not fit."""
+    it whole, the next window starting at the first entry that may not fit; and whether
+    any entry is in a merge stage."""
     offsets = array("Q", bytes(8 * (count + 1)))
     off = HEADER.size
+    stages = 0
     extended_ok = version == 3
     base, buf = off, read_at(fd, off, WINDOW)
     limit = base + len(buf) - _ENTRY_MAX if base + len(buf) < size else size
@@ -307,6 +312,7 @@ def _scan_v2_file(fd: int, size: int, count: int, version: int) -> array[int]:
             limit = base + len(buf) - _ENTRY_MAX if base + len(buf) < size else size
         rel = off - base
         flags = buf[rel + 60] << 8 | buf[rel + 61]
+        stages |= flags
         length = flags & NAME_MASK
         fixed = 64 if flags & FLAG_EXTENDED else 62
         if fixed == 64 and not extended_ok:
@@ -320,4 +326,4 @@ def _scan_v2_file(fd: int, size: int, count: int, version: int) -> array[int]:
         # 1 to 8 NULs pad the entry to a multiple of 8 bytes.
         off += (fixed + length + 8) & ~7
     offsets[count] = off
-    return offsets
+    return offsets, bool(stages & STAGE_MASK)

@@ -1,0 +1,81 @@
+"""The index librarian last wrote from a clean one is remembered by its trailer, so the
+check for conflicted entries every changing command makes reads 20 bytes, not the whole
+index; any other index (git wrote it, it holds a conflict) is scanned as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import cli, git, make_skill, requires_git, write
+
+from librarian.store.guard import conflicted_paths
+from librarian.store.indexmemo import known_clean
+
+Cap = pytest.CaptureFixture[str]
+
+
+def _memo(library: Path) -> Path:
+    return library / ".git" / "librarian" / "cache" / "index-clean"
+
+
+def _conflict(library: Path) -> None:
+    """A conflicted index as a failed `git stash pop` leaves it: no MERGE_HEAD."""
+    git(library, "checkout", "-q", "-b", "other")
+    write(library / "NOTES.txt", "theirs\n")
+    git(library, "add", "NOTES.txt")
+    git(library, "commit", "-q", "-m", "theirs")
+    git(library, "checkout", "-q", "-")
+    write(library / "NOTES.txt", "ours\n")
+    git(library, "add", "NOTES.txt")
+    git(library, "commit", "-q", "-m", "ours")
+    git(library, "merge", "-q", "other", check=False)
+    (library / ".git" / "MERGE_HEAD").unlink()
+
+
+@requires_git
+def test_the_index_librarian_wrote_is_known_clean_and_a_conflict_git_makes_is_seen(
+        library: Path, tmp_path: Path, capsys: Cap) -> None:
+    index = library / ".git" / "index"
+    assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "one"))).code == 0
+    assert _memo(library).read_bytes() == index.read_bytes()[-20:].hex().encode()
+    assert known_clean(index) and conflicted_paths(index) == []
+    assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "two"))).code == 0
+    assert known_clean(index)  # a splice of a clean index: clean again
+    _conflict(library)
+    assert not known_clean(index)
+    assert set(conflicted_paths(index)) == {"NOTES.txt"}
+    refused = cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "three")))
+    assert refused.code == 2 and "conflicts" in refused.err
+
+
+@requires_git
+def test_a_splice_of_a_conflicted_index_is_not_remembered(library: Path, capsys: Cap) -> None:
+    from librarian.store.gitindex import splice_index
+
+    index = library / ".git" / "index"
+    _conflict(library)
+    _memo(library).unlink(missing_ok=True)
+    splice_index(index, remove_prefixes=["skills/none"], add=[])
+    assert not _memo(library).exists()
+    assert set(conflicted_paths(index)) == {"NOTES.txt"}
+    git(library, "checkout", "-q", "--theirs", "NOTES.txt")
+    git(library, "add", "NOTES.txt")  # resolved by git: scanned, and clean
+    assert conflicted_paths(index) == []
+    splice_index(index, remove_prefixes=["skills/none"], add=[])
+    assert known_clean(index)
+
+
+@requires_git
+def test_an_index_without_a_checksum_is_never_known_clean(library: Path) -> None:
+    """git's index.skipHash writes a zero trailer: it names no content, so it is never
+    remembered nor matched; librarian's own splice of it writes a checksum."""
+    from librarian.store.gitindex import splice_index
+
+    index = library / ".git" / "index"
+    index.write_bytes(index.read_bytes()[:-20] + bytes(20))
+    git(library, "ls-files", "--stage")  # git reads it as it is
+    _memo(library).write_text("0" * 40)
+    assert not known_clean(index)
+    splice_index(index, remove_prefixes=["skills/none"], add=[])
+    assert index.read_bytes()[-20:] != bytes(20) and known_clean(index)

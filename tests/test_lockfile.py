@@ -149,3 +149,22 @@ def test_fifty_thousand_items_have_no_size_cliff() -> None:
 def test_hostile_or_malformed_locks_are_refused(text: str, problem: str) -> None:
     with pytest.raises(UsageError, match=problem):
         load_lock(text.encode())
+
+
+_ITEM_TEXT = st.one_of(
+    st.sampled_from(["skills/pdf", "a:", "a:b", "yes", "Null", "1e5", "abc", "e5", "0abc",
+                     "skills/my skill", "_x", "/x", "x#y", "é", "sha256:" + "a" * 64]),
+    st.text(min_size=1, max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_ITEM_TEXT, digests | _ITEM_TEXT), max_size=8), st.integers(0, 600))
+def test_item_lines_judged_in_bulk_are_the_lines_judged_one_at_a_time(
+        odd: list[tuple[str, str]], plain_count: int) -> None:
+    """However many plain items surround the odd ones (one chunk or several), the lines
+    are those each scalar written on its own gives."""
+    plain = [(f"skills/s{n}", "sha256:" + f"{n:064x}") for n in range(plain_count)]
+    items = sorted(plain + odd)
+    one_at_a_time = "\n".join(f"      {lockfile._scalar(path)}: {lockfile._scalar(digest)}"
+                              for path, digest in items).encode()
+    assert lockfile._item_lines(items) == one_at_a_time

@@ -79,6 +79,9 @@ class LockedSource:
 # letter, '/' or '_' (so never a number, date, '.inf', '-', '~' or an indicator), holds no
 # space, '#', quote or flow character, and does not end in ':'.
 _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*")
+#: Lines of such scalars, none ending in ':' (each plain unless it is one of the words).
+_PLAIN_PATHS = re.compile(r"[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*(?<!:)"
+                          r"(?:\n[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*(?<!:))*")
 # ... except the words YAML 1.1 reads as booleans or null.
 _WORDS = frozenset(
     w for base in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
@@ -156,8 +159,7 @@ def dump_lock(locked: Mapping[str, LockedSource]) -> bytes:
         lines.append(f"    commit: {_scalar(entry.commit)}".encode())
         if entry.items:
             lines.append(b"    items:")
-            lines.extend(f"      {_scalar(path)}: {_scalar(digest)}".encode()
-                         for path, digest in sorted(entry.items.items()))
+            lines.append(_item_lines(sorted(entry.items.items())))
         else:
             lines.append(b"    items: {}")
         lines.append(f"    ref: {_scalar(entry.ref)}".encode())
@@ -168,6 +170,20 @@ def dump_lock(locked: Mapping[str, LockedSource]) -> bytes:
         lines.append(f"    url: {_scalar(entry.url)}".encode())
     lines.append(b"")
     return b"\n".join(lines)
+
+
+def _item_lines(items: list[tuple[str, str]]) -> bytes:
+    """The item lines (without the last newline), each scalar plain when it can be: when
+    all are, as is usual, that is judged a chunk of paths and of digests at a time."""
+    for start in range(0, len(items), PLAIN_CHUNK):
+        chunk = items[start:start + PLAIN_CHUNK]
+        paths = "\n".join(path for path, _ in chunk)
+        if paths.count("\n") != len(chunk) - 1 or not _PLAIN_PATHS.fullmatch(paths) \
+                or not _WORDS.isdisjoint(path for path, _ in chunk) \
+                or not _DIGESTS_RE.fullmatch("\n".join(digest for _, digest in chunk)):
+            return "\n".join(f"      {_scalar(path)}: {_scalar(digest)}"
+                             for path, digest in items).encode()
+    return "\n".join(f"      {path}: {digest}" for path, digest in items).encode()
 
 
 # -- reading -------------------------------------------------------------------------------

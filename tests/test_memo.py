@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from helpers import cli, make_skill, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from librarian.ops.retention import retain
 from librarian.store.library import Library
@@ -36,3 +38,27 @@ def test_a_damaged_memo_is_ignored(library: Path, sources: Path, capsys: Cap) ->
     write(cache / "kinds.bin", b"LBSM not a memo")
     assert cli(capsys, library, "inspect", "--json").json == fresh
     assert cli(capsys, library, "status").code == 0
+
+
+_IDS = st.binary(min_size=20, max_size=20) | st.integers(0, 40).map(lambda n: bytes([n]) * 20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=st.dictionaries(_IDS, st.binary(min_size=8, max_size=8), max_size=60),
+       new=st.dictionaries(_IDS, st.binary(min_size=8, max_size=8), max_size=12))
+def test_a_sorted_file_with_records_merged_in_is_the_file_written_whole(
+        before: dict[bytes, bytes], new: dict[bytes, bytes],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Runs of the old file are copied as pieces; the result is the file holding the old
+    records with the new ones added or replacing, byte for byte, and reads back so."""
+    from librarian.store.statfile import SHORT_MEMO_MAGIC, SortedFile
+
+    folder = tmp_path_factory.mktemp("sorted")
+    merged, whole = folder / "merged.bin", folder / "whole.bin"
+    SortedFile(merged, SHORT_MEMO_MAGIC, None, 8).write(merged, (1, 2), before)
+    SortedFile(merged, SHORT_MEMO_MAGIC, (1, 2), 8).write(merged, (1, 2), new)
+    SortedFile(whole, SHORT_MEMO_MAGIC, None, 8).write(whole, (1, 2), {**before, **new})
+    assert merged.read_bytes() == whole.read_bytes()
+    again = SortedFile(merged, SHORT_MEMO_MAGIC, (1, 2), 8)
+    assert len(again) == len({**before, **new})
+    assert all(again.get(key) == value for key, value in {**before, **new}.items())

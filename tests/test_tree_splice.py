@@ -94,3 +94,46 @@ def test_raw_entries_lists_every_entry_as_git_stores_it(library: Path) -> None:
         assert store.raw_entries(root) == listed  # read back from the object store
         with pytest.raises(UsageError, match="not a tree"):
             store.raw_entries(blob.sha)
+
+
+# -- the raw splice of a large tree (store/rawtree.py) --------------------------------
+
+_NAME = st.sampled_from([b"a", b"a-b", b"a.b", b"a0", b"a b", b"b", b"\xc3\xa9", b"\xff"])
+_MODE = st.sampled_from([0o040000, 0o100644, 0o100755, 0o120000, 0o160000])
+_SHA = st.sampled_from([b"1" * 40, b"2" * 40, b"ab" * 20])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(before=st.dictionaries(_NAME, st.tuples(_MODE, _SHA), max_size=8),
+       changes=st.dictionaries(_NAME, st.none() | st.tuples(_MODE, _SHA), max_size=5))
+def test_a_raw_splice_is_the_tree_dulwich_builds(
+        before: dict[bytes, tuple[int, bytes]],
+        changes: dict[bytes, tuple[int, bytes] | None]) -> None:
+    """Entries set, removed, turned from file to directory and back, among names that
+    sort apart as files and as directories: the bytes dulwich serializes."""
+    from dulwich.objects import ObjectID, Tree
+
+    from librarian.store.rawtree import splice_entries
+
+    tree = Tree()
+    for name, (mode, sha) in before.items():
+        tree.add(name, mode, ObjectID(sha))
+    raw = tree.as_raw_string()
+    for name, change in changes.items():
+        if change is None:
+            if name in tree:
+                del tree[name]
+        else:
+            tree.add(name, change[0], ObjectID(change[1]))
+    assert splice_entries(raw, changes) == tree.as_raw_string()
+    if raw:  # a zero-padded mode (no canonical tree): left to the caller
+        assert splice_entries(b"0" + raw, changes) is None
+
+
+def test_with_paths_splices_large_trees_as_it_builds_small_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property above through ``with_paths``, every tree spliced however small."""
+    from librarian.store import rawtree
+
+    monkeypatch.setattr(rawtree, "SPLICED_BYTES", 0)
+    test_splicing_gives_the_tree_built_whole()

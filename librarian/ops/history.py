@@ -17,6 +17,7 @@ from librarian.core.events import parse_message
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library, committed_items
+from librarian.store.revparse import walk_log
 
 ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
@@ -68,7 +69,7 @@ class _Follow:
 
 
 def _entries(store: GitStore, head: ObjectId | None) -> Iterator[LogEntry]:
-    for info in store.walk_log(head):
+    for info in walk_log(store, head):
         event = parse_message(info.message)
         if event is None or event.kind is None:
             continue

@@ -14,6 +14,7 @@ from librarian.core.events import parse_message
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
+from librarian.store.revparse import walk_log
 from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
@@ -68,7 +69,7 @@ def review_drafts(
         drafts = [i for i in snapshot.items() if i.state == "draft"]
         found = {d.path: _Found() for d in drafts}
         pending = len(found)
-        for info in store.walk_log(base) if pending else ():
+        for info in walk_log(store, base) if pending else ():
             event = parse_message(info.message)
             path = event.get("Librarian-Item") if event is not None else None
             state = found.get(path) if path is not None else None

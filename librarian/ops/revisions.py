@@ -24,7 +24,7 @@ from librarian.ops.lifecycle import (
 from librarian.ops.retention import evidence_text
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Item, Library
-from librarian.store.revparse import resolve
+from librarian.store.revparse import resolve, walk_log
 from librarian.store.snapshot import Snapshot
 from librarian.store.txn import Transaction
 
@@ -157,7 +157,7 @@ def _find_previous(
                 hint=f"`librarian log {name}` lists the commits that touched it",
             )
         return commit.decode(), found[0], found[1]
-    for info in store.walk_log(head):
+    for info in walk_log(store, head):
         found = _retained_at(store, info.tree, name)
         if found is not None:
             return info.id.decode(), found[0], found[1]

@@ -30,6 +30,7 @@ from librarian.store.objectstore import (
     open_repository,
     write_objects,
 )
+from librarian.store.rawtree import splice_node
 from librarian.store.values import CommitInfo, ObjectId, TreeEntry
 
 __all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
@@ -178,6 +179,9 @@ class GitStore:
         """(name, mode, hex id) of every entry of ``tree``, from one C-level parse of its
         bytes and no ``Tree`` kept: a 10,000-entry tree in ~4 ms, ``tree_items`` in ~55.
         Two trees compare as sets of these (``sources.delta``)."""
+        return list(parse_tree(self._raw_tree(tree), 20))  # a list from the C parser: a copy
+
+    def _raw_tree(self, tree: ObjectId) -> bytes:
         obj = self._pending.get(tree)
         obj = obj if obj is not None else self._trees.get(tree)
         raw = obj.as_raw_string() if isinstance(obj, Tree) else self._raw_trees.get(tree)
@@ -186,7 +190,7 @@ class GitStore:
                 self._repo.object_store.get_raw(ObjectID(tree))
             if kind != Tree.type_num:
                 raise UsageError(f"{tree.decode()} is not a tree")
-        return list(parse_tree(raw, 20))  # a list already from the C parser: a copy
+        return raw
 
     def tree_children(self, tree: ObjectId, text: bool = False) -> Iterator[tuple[str, TreeEntry]]:
         """The entries of ``tree`` one at a time, by name (``text``: decoded, not as bytes)."""
@@ -252,14 +256,6 @@ class GitStore:
             files.append(ItemFile(path, entry.mode == MODE_EXECUTABLE, self.read_blob(entry.sha)))
         return tuple(sorted(files, key=lambda f: f.path))
 
-    def walk_log(self, start: ObjectId | None) -> Iterator[CommitInfo]:
-        """First-parent history from ``start``, newest first."""
-        sha = start
-        while sha is not None:
-            info = self.commit(sha)
-            yield info
-            sha = info.parents[0] if info.parents else None
-
     # -- writing --------------------------------------------------------------------
     def _stage(self, obj: ShaFile) -> ObjectId:
         sha = bytes(obj.id)
@@ -296,8 +292,9 @@ class GitStore:
             seen.add(sha)
             if isinstance(obj, Commit):
                 stack.append(bytes(obj.tree))
-            elif isinstance(obj, Tree):
-                stack.extend(bytes(entry.sha) for entry in obj.iteritems())
+            elif isinstance(obj, Tree):  # its pending children only, from one C parse
+                stack.extend(child for _, _, child in parse_tree(obj.as_raw_string(), 20)
+                             if child in pending)
             if not held(store, ObjectID(sha)):
                 fresh.append(obj)
         write_objects(store, fresh)
@@ -345,6 +342,9 @@ class GitStore:
         return new if new is not None else self._stage(Tree())
 
     def _replace(self, tree: ObjectId | None, node: Mapping[str, object]) -> ObjectId | None:
+        spliced = splice_node(self._raw_tree(tree), node) if tree is not None else None
+        if spliced is not None:  # a large tree, only entries of its own changed
+            return self._stage(Tree.from_raw_string(Tree.type_num, spliced)) if spliced else None
         if tree is not None:
             obj = self._get(tree)
             assert isinstance(obj, Tree)

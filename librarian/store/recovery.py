@@ -11,6 +11,7 @@ from librarian.store.journal import Journal
 from librarian.store.leftovers import clear_leftovers
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
+from librarian.store.revparse import walk_log
 
 
 def recover_library(library: Library) -> str | None:
@@ -57,7 +58,7 @@ def _sweep(library: Library) -> str | None:
 
 
 def _reaches(store: GitStore, head: ObjectId, target: ObjectId, limit: int = 64) -> bool:
-    for count, info in enumerate(store.walk_log(head)):
+    for count, info in enumerate(walk_log(store, head)):
         if info.id == target:
             return True
         if count >= limit:

@@ -1,16 +1,18 @@
 """A revision to a commit: a hex id, a branch, tag or HEAD, and git's ancestry suffixes
 (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``), which dulwich's ``parse_commit`` does not
-read. Imports the store only."""
+read; and first-parent history. Imports the store only."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from librarian.errors import UsageError
 
 if TYPE_CHECKING:
     from librarian.store.gitstore import GitStore, ObjectId
+    from librarian.store.values import CommitInfo
 
 _SUFFIX = re.compile(r"(~(\d*)|\^(\d*))")
 
@@ -50,3 +52,12 @@ def resolve(store: GitStore, revision: str) -> ObjectId:
     except AmbiguousShortId:
         raise UsageError(f"the revision {revision!r} is ambiguous",
                          hint="give more characters of the commit id") from None
+
+
+def walk_log(store: GitStore, start: ObjectId | None) -> Iterator[CommitInfo]:
+    """First-parent history from ``start``, newest first."""
+    sha = start
+    while sha is not None:
+        info = store.commit(sha)
+        yield info
+        sha = info.parents[0] if info.parents else None

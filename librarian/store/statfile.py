@@ -41,7 +41,7 @@ import stat
 import struct
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -121,13 +121,15 @@ def cache_dir_ready(path: Path) -> bool:
 
 
 def _write(path: Path, magic: bytes, identity: Identity,
-           records: Iterable[bytes | memoryview]) -> None:
-    """One buffer, built in place: the file's bytes exist once while it is written."""
+           records: Iterable[bytes | memoryview], count: int | None = None) -> None:
+    """One buffer, built in place: the file's bytes exist once while it is written.
+    ``count``: how many records ``records`` holds, when a piece may hold several."""
     out = bytearray(HEADER.size)
-    count = 0
+    pieces = 0
     for record in records:
         out += record
-        count += 1
+        pieces += 1
+    count = pieces if count is None else count
     HEADER.pack_into(out, 0, magic, VERSION, *identity, count)
     out += hashlib.blake2b(out, digest_size=TRAILER).digest()
     with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
@@ -329,28 +331,34 @@ class SortedFile:
         start = HEADER.size + i * self._size + 20
         return self._data[start:start + self._width]
 
-    def merged(self, new: dict[bytes, bytes]) -> Iterator[bytes | memoryview]:
-        """The records of this file with ``new`` (tree id -> value) added or replacing,
-        in order."""
-        added = sorted(new.items())
-        size, j = self._size, 0
-        for i, key in enumerate(self._keys):
-            while j < len(added) and added[j][0] < key:
-                yield added[j][0] + added[j][1]
-                j += 1
-            if j < len(added) and added[j][0] == key:  # replaced
-                yield added[j][0] + added[j][1]
-                j += 1
-                continue
-            yield memoryview(self._data)[HEADER.size + i * size:HEADER.size + (i + 1) * size]
-        for key, value in added[j:]:
-            yield key + value
+    def merged(self, new: dict[bytes, bytes]) -> tuple[list[bytes | memoryview], int]:
+        """The records of this file with ``new`` (tree id -> value) added or replacing, in
+        order, as pieces (a run of this file's records is one piece), and their count:
+        ten new kinds of 10,000 are 21 pieces, not 10,000."""
+        keys, size, base = self._keys, self._size, HEADER.size
+        data = memoryview(self._data)
+        pieces: list[bytes | memoryview] = []
+        start = 0  # the first of this file's records not yet taken
+        replaced = 0
+        for key, value in sorted(new.items()):
+            at = bisect_left(keys, key, start)
+            if at > start:
+                pieces.append(data[base + start * size:base + at * size])
+            pieces.append(key + value)
+            if at < len(keys) and keys[at] == key:
+                at += 1
+                replaced += 1
+            start = at
+        if start < len(keys):
+            pieces.append(data[base + start * size:base + len(keys) * size])
+        return pieces, len(keys) + len(new) - replaced
 
     def write(self, path: Path, identity: Identity, new: dict[bytes, bytes]) -> None:
         """This file with ``new`` merged in, written to ``path`` (atomically)."""
         if any(len(key) != 20 or len(value) != self._width for key, value in new.items()):
             raise ValueError("a record of the wrong shape")
-        _write(path, self._magic, identity, self.merged(new))
+        pieces, count = self.merged(new)
+        _write(path, self._magic, identity, pieces, count)
 
 
 class DigestsFile(SortedFile):

@@ -1,0 +1,82 @@
+"""A tree's raw bytes with a few entries set or removed, the rest copied as they are.
+
+Changing ten entries of a 10,000-entry tree through dulwich's ``Tree`` parses it into a
+map, copies it (a second parse) and serializes all 10,000 entries again in Python
+(~30 ms). Here the entries are parsed once in C, their byte offsets summed from their
+lengths, and the new bytes are the old runs between the changes with the changed
+entries in between (~5 ms). Only a tree in git's canonical shape is spliced (modes
+without leading zeros: every offset adds up); anything else is the caller's to build.
+Pure over bytes; imports dulwich's C parser and ``store.values`` only.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping
+from itertools import accumulate
+
+from dulwich.objects import parse_tree
+
+from librarian.store.values import TreeEntry
+
+_FORMAT, _DIR = 0o170000, 0o040000
+#: Below this size a tree is rebuilt through dulwich's ``Tree`` (a few entries: no gain).
+SPLICED_BYTES = 16 * 1024
+#: The width of the octal text of each mode git writes (others are measured).
+_WIDTH = {0o040000: 5, 0o100644: 6, 0o100755: 6, 0o120000: 6, 0o160000: 6}
+
+
+def _key(entry: tuple[bytes, int, bytes]) -> bytes:
+    """git's order: a directory sorts as if its name ended in '/'."""
+    return entry[0] + b"/" if entry[1] & _FORMAT == _DIR else entry[0]
+
+
+def splice_entries(raw: bytes, changes: Mapping[bytes, tuple[int, bytes] | None]
+                   ) -> bytes | None:
+    """``raw`` (a tree's content) with each named entry set to (mode, hex id), or
+    removed for None; None when ``raw`` is not in the canonical shape."""
+    entries = list(parse_tree(raw, 20))
+    offsets = list(accumulate(
+        (len(name) + (_WIDTH.get(mode) or len(b"%o" % mode)) + 22 for name, mode, _ in entries),
+        initial=0))
+    if offsets[-1] != len(raw):
+        return None
+    # (position, 0: insert before the entry there / 1: drop that entry, git key, bytes)
+    edits: list[tuple[int, int, bytes, bytes]] = []
+    for name, change in changes.items():
+        for key in (name, name + b"/"):  # the name as a file, then as a directory
+            at = bisect_left(entries, key, key=_key)
+            if at < len(entries) and entries[at][0] == name and _key(entries[at]) == key:
+                edits.append((at, 1, b"", b""))
+        if change is not None:
+            mode, sha = change
+            key = name + b"/" if mode & _FORMAT == _DIR else name
+            edits.append((bisect_left(entries, key, key=_key), 0, key,
+                          b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode("ascii")))))
+    pieces: list[bytes] = []
+    copied = 0  # entries before this one are in ``pieces``
+    for at, drop, _, data in sorted(edits):
+        if at > copied:
+            pieces.append(raw[offsets[copied]:offsets[at]])
+            copied = at
+        if drop:
+            copied = at + 1
+        else:
+            pieces.append(data)
+    pieces.append(raw[offsets[copied]:])
+    return b"".join(pieces)
+
+
+def splice_node(raw: bytes, node: Mapping[str, object]) -> bytes | None:
+    """``raw`` with the changes of a ``nest``-ed node (name -> TreeEntry, or None to
+    remove) when every change is an entry of this tree and the tree is large; None
+    otherwise (a nested change, a small tree, or a shape ``splice_entries`` refuses)."""
+    if len(raw) < SPLICED_BYTES:
+        return None
+    changes: dict[bytes, tuple[int, bytes] | None] = {}
+    for part, change in node.items():
+        if change is not None and not isinstance(change, TreeEntry):
+            return None  # a subdirectory's own changes
+        name = part.encode("utf-8", "surrogateescape")
+        changes[name] = None if change is None else (change.mode, change.sha)
+    return splice_entries(raw, changes)

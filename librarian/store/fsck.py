@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from dulwich.config import ConfigFile
+from dulwich.errors import ObjectFormatException
 from dulwich.objects import parse_tree
 
 from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
@@ -39,11 +40,12 @@ ATTR_MAX_FILE_SIZE = 100 * 1024 * 1024
 #: starts with "." (HFS+ ignorables are not ASCII) or holds "~" (8.3 names) or "\\".
 _ORDINARY_NAME = rb"[\x21-\x2d\x30-\x5b\x5d-\x7d][\x20-\x2e\x30-\x5b\x5d-\x7d]*"
 _ORDINARY = re.compile(_ORDINARY_NAME)
-#: Every name of a tree, joined by newlines (no ordinary name holds one), all ordinary.
+#: Names of a tree, joined by newlines (no ordinary name holds one), all ordinary.
 _ORDINARY_NAMES = re.compile(rb"%s(?:\n%s)*" % (_ORDINARY_NAME, _ORDINARY_NAME))
-#: A tree of well-formed entries whose modes have no leading zero (and at most 7 digits,
-#: so dulwich's C parser reads them as git does).
-_CANONICAL_TREE = re.compile(rb"(?:[1-7][0-7]{0,6} [^\0]*\0.{20})*", re.DOTALL)
+#: Names judged per pass (the regex engine keeps state for every repetition).
+_NAMES_CHUNK = 256
+#: The modes git writes, and the width of their octal text.
+_WIDTHS = {0o040000: 5, 0o100644: 6, 0o100755: 6, 0o120000: 6, 0o160000: 6}
 _NULL_HEX = b"0" * 40
 
 #: Reasons shown for each tree rule (the fsck message id is shown beside it).
@@ -199,11 +201,19 @@ class Judge:
         git's order, no null id. True when it is such a tree (its links recorded); False
         when it needs the entry-by-entry walk, which says what is wrong, if anything. A
         10,000-entry tree is a few milliseconds here, ~30 entry by entry."""
-        if not _CANONICAL_TREE.fullmatch(raw):
+        try:
+            entries = list(parse_tree(raw, 20))
+        except (ValueError, ObjectFormatException):
             return False
-        entries = list(parse_tree(raw, 20))
+        # Modes git writes, and every entry as long as its mode's text is wide: each is
+        # then written as git writes it (no leading zero, sign or space before the mode).
+        if not {mode for _, mode, _ in entries} <= _WIDTHS.keys() or sum(
+                len(name) + _WIDTHS[mode] + 22 for name, mode, _ in entries) != len(raw):
+            return False
         names = [name for name, _, _ in entries]
-        if not _ORDINARY_NAMES.fullmatch(b"\n".join(names)) or len(set(names)) != len(names):
+        if not names or len(set(names)) != len(names) or not all(
+                _ORDINARY_NAMES.fullmatch(b"\n".join(names[at:at + _NAMES_CHUNK]))
+                for at in range(0, len(names), _NAMES_CHUNK)):
             return False
         # No ordinary name holds "/": a directory's key (name + "/") is no other entry's.
         keys = [name + b"/" if mode & 0o170000 == _DIR else name for name, mode, _ in entries]

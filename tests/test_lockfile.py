@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from librarian.core.gitpaths import first_path_problem
@@ -158,6 +158,7 @@ _ITEM_TEXT = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
+@example([("a/b", "sha256:" + "1" * 64 + "\nsha256:" + "2" * 64)], 0)  # two lines in one
 @given(st.lists(st.tuples(_ITEM_TEXT, digests | _ITEM_TEXT), max_size=8), st.integers(0, 600))
 def test_item_lines_judged_in_bulk_are_the_lines_judged_one_at_a_time(
         odd: list[tuple[str, str]], plain_count: int) -> None:

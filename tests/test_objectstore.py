@@ -198,6 +198,11 @@ def _variants() -> dict[str, bytes]:
         "no header end": zlib.compress(b"blob 3abc"),
         "not zlib": b"blob 3\0abc",
         "empty": b"",
+        # objects dulwich cannot parse: refused as dulwich refuses them
+        "tree cut short": zlib.compress(b"tree 12\0" + b"100644 a\0abc"),
+        "commit unparsable": zlib.compress(b"commit 5\0hello"),
+        "tag unparsable": zlib.compress(b"tag 5\0hello"),
+        "tree sound": zlib.compress(b"tree 28\0" + b"100644 a\0" + bytes(range(20))),
     }
 
 

@@ -99,7 +99,7 @@ def test_raw_entries_lists_every_entry_as_git_stores_it(library: Path) -> None:
 # -- the raw splice of a large tree (store/rawtree.py) --------------------------------
 
 _NAME = st.sampled_from([b"a", b"a-b", b"a.b", b"a0", b"a b", b"b", b"\xc3\xa9", b"\xff"])
-_MODE = st.sampled_from([0o040000, 0o100644, 0o100755, 0o120000, 0o160000])
+_MODE = st.sampled_from([0o040000, 0o100644, 0o100755, 0o120000, 0o160000, 0o644])
 _SHA = st.sampled_from([b"1" * 40, b"2" * 40, b"ab" * 20])
 
 
@@ -137,3 +137,41 @@ def test_with_paths_splices_large_trees_as_it_builds_small_ones(
 
     monkeypatch.setattr(rawtree, "SPLICED_BYTES", 0)
     test_splicing_gives_the_tree_built_whole()
+
+
+def test_a_large_tree_is_looked_into_as_dulwich_reads_it(tmp_path: Path) -> None:
+    """A tree of 16 KiB or more is searched in its raw entries (no ``Tree`` built): every
+    name, as a file or a directory, present or not, answers as dulwich's ``Tree`` does,
+    and its items listed are dulwich's."""
+    from dulwich.objects import Tree
+
+    from librarian.store.rawtree import SPLICED_BYTES
+
+    init_library(tmp_path / "lib", "test-lib")
+    names = [f"{stem}{n}" for n in range(300) for stem in ("a", "a-", "a.")]
+    with GitStore(tmp_path / "lib") as store:
+        blob = store.blob(b"x\n")
+        inner = make_tree(store, [("f", TreeEntry(MODE_FILE, blob))])
+        assert inner is not None
+        entries = [(name, TreeEntry(MODE_TREE if i % 2 else MODE_FILE, inner if i % 2 else blob))
+                   for i, name in enumerate(names)]
+        root = make_tree(store, entries)
+        assert root is not None
+        store.flush(root)
+    with GitStore(tmp_path / "lib") as store:
+        kind, raw = store.dulwich_repo.object_store.get_raw(root)
+        assert len(raw) >= SPLICED_BYTES
+        tree = Tree.from_raw_string(kind, raw)
+        assert isinstance(tree, Tree)
+        for name in [*names, "a", "a-", "b", "a0/f", "a1/f", "a1/g", "a2/f"]:
+            first, _, rest = name.partition("/")
+            expected = tree[first.encode()] if first.encode() in tree else None
+            found = store.lookup(root, name)
+            if rest:
+                assert found == (TreeEntry(MODE_FILE, blob) if expected is not None
+                                 and expected[0] == MODE_TREE and rest == "f" else None)
+            else:
+                assert found == (None if expected is None
+                                 else TreeEntry(expected[0], bytes(expected[1])))
+        assert store.tree_items(root) == {
+            e.path.decode(): TreeEntry(e.mode, bytes(e.sha)) for e in tree.iteritems()}

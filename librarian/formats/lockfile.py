@@ -178,9 +178,10 @@ def _item_lines(items: list[tuple[str, str]]) -> bytes:
     for start in range(0, len(items), PLAIN_CHUNK):
         chunk = items[start:start + PLAIN_CHUNK]
         paths = "\n".join(path for path, _ in chunk)
-        if paths.count("\n") != len(chunk) - 1 or not _PLAIN_PATHS.fullmatch(paths) \
-                or not _WORDS.isdisjoint(path for path, _ in chunk) \
-                or not _DIGESTS_RE.fullmatch("\n".join(digest for _, digest in chunk)):
+        digests = "\n".join(digest for _, digest in chunk)
+        if paths.count("\n") != len(chunk) - 1 or digests.count("\n") != len(chunk) - 1 \
+                or not _PLAIN_PATHS.fullmatch(paths) or not _DIGESTS_RE.fullmatch(digests) \
+                or not _WORDS.isdisjoint(path for path, _ in chunk):
             return "\n".join(f"      {_scalar(path)}: {_scalar(digest)}"
                              for path, digest in items).encode()
     return "\n".join(f"      {path}: {digest}" for path, digest in items).encode()

@@ -195,16 +195,17 @@ def _kept(pins: Mapping[str, str], locked: Sequence[str],
     kept: list[tuple[str, str, ObjectId]] = []
     for folder, parts in unchanged:
         prefix = folder + "/" if folder else ""
-        paths = [(prefix + part, raw_name) for part, raw_name in parts]
-        items = [(path, raw_name) for path, raw_name in paths if path in pins]
-        if items:  # the common case, in one comprehension: 10,000 items of one folder
-            trees = committed.folder(folder)
-            kept += [(path, pins[path], trees[raw_name]) for path, raw_name in items]
-        if len(items) < len(paths):  # a folder of items, or of none
-            for path, _ in paths:
-                if path not in pins:
-                    kept += [(item, pins[item], committed.tree(item))
-                             for item in _under(locked, path)]
+        trees: dict[bytes, ObjectId] | None = None  # the folder's, parsed once if needed
+        for part, raw_name in parts:
+            path = prefix + part
+            digest = pins.get(path)
+            if digest is not None:
+                if trees is None:
+                    trees = committed.folder(folder)
+                kept.append((path, digest, trees[raw_name]))
+            else:  # a folder of items, or of none
+                kept += [(item, pins[item], committed.tree(item))
+                         for item in _under(locked, path)]
     return kept
 
 

@@ -11,9 +11,9 @@ for what shows a whole plan (``--json``, ``--dry-run``).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
 from librarian.formats.config import LockedSource
@@ -127,7 +127,9 @@ class SourcePlan:
                     yield item.path, item.upstream, item.upstream_tree.encode()
 
         kept = zip(self.kept.paths, self.kept.digests, self.kept.trees, strict=True)
-        return heapq.merge(planned(), kept, key=lambda entry: entry[0])
+        # Two sorted runs, the planned first on a tie (as a merge has it): a stable sort
+        # finds the runs in C, where a merge in Python steps through 10,000 kept items.
+        return iter(sorted([*planned(), *kept], key=itemgetter(0)))
 
 
 def plan_fields(plan: SourcePlan) -> dict[str, object]:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 from dulwich.config import ConfigFile
 from dulwich.errors import ObjectFormatException
-from dulwich.objects import parse_tree
 
 from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
 
 from .fsckheaders import commit_problem, tag_problem
+from .rawtree import entries as parsed_entries
 
 TREE, COMMIT, TAG, BLOB = 2, 1, 4, 3
 _NULL_SHA = b"\0" * 20
@@ -202,7 +202,7 @@ class Judge:
         when it needs the entry-by-entry walk, which says what is wrong, if anything. A
         10,000-entry tree is a few milliseconds here, ~30 entry by entry."""
         try:
-            entries = list(parse_tree(raw, 20))
+            entries = parsed_entries(raw)
         except (ValueError, ObjectFormatException):
             return False
         # Modes git writes, and every entry as long as its mode's text is wide: each is
@@ -269,7 +269,7 @@ class Judge:
 def _subtrees(raw: bytes) -> list[tuple[str, bytes]]:
     """(name, hex id) of the directories of a tree judged ordinary."""
     return [(name.decode("utf-8", "surrogateescape"), child)
-            for name, mode, child in parse_tree(raw, 20) if mode & 0o170000 == _DIR]
+            for name, mode, child in parsed_entries(raw) if mode & 0o170000 == _DIR]
 
 
 def tree_entries(raw: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:

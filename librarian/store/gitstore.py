@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
-from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, parse_tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -30,7 +30,8 @@ from librarian.store.objectstore import (
     open_repository,
     write_objects,
 )
-from librarian.store.rawtree import splice_node
+from librarian.store.rawtree import SPLICED_BYTES, find_entry, splice_node
+from librarian.store.rawtree import entries as parsed_entries
 from librarian.store.values import CommitInfo, ObjectId, TreeEntry
 
 __all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
@@ -52,7 +53,7 @@ class GitStore:
         # Objects made by this command, readable before they are written (flush).
         self._pending: dict[ObjectId, ShaFile] = {}
         self._trees: dict[ObjectId, Tree] = {}
-        self._raw_trees: Mapping[bytes, bytes] = {}  # trees a local fetch just read
+        self._raw_trees: dict[bytes, bytes] = {}  # trees a local fetch just read, large ones
         self.blobs = BlobMemo()  # an install validates each item, then stages it
         self.checked = CheckedTrees()  # and the files of the items it validated
 
@@ -163,33 +164,25 @@ class GitStore:
         return self.commit(commit).tree if commit is not None else None
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
-        raw = self._raw_trees.get(tree)
-        if raw is not None and tree not in self._trees:  # checked as fetched: no Tree built
-            return {bytes(name).decode("utf-8", "surrogateescape"): TreeEntry(mode, bytes(sha))
-                    for name, mode, sha in parse_tree(raw, 20)}
-        obj = self._get(tree)
-        if not isinstance(obj, Tree):
-            raise UsageError(f"{tree.decode()} is not a tree")
-        return {
-            bytes(e.path).decode("utf-8", "surrogateescape"): TreeEntry(e.mode, bytes(e.sha))
-            for e in obj.iteritems()
-        }
+        return {name.decode("utf-8", "surrogateescape"): TreeEntry(mode, sha)
+                for name, mode, sha in parsed_entries(self._raw_tree(tree))}
 
     def raw_entries(self, tree: ObjectId) -> list[tuple[bytes, int, ObjectId]]:
         """(name, mode, hex id) of every entry of ``tree``, from one C-level parse of its
         bytes and no ``Tree`` kept: a 10,000-entry tree in ~4 ms, ``tree_items`` in ~55.
         Two trees compare as sets of these (``sources.delta``)."""
-        return list(parse_tree(self._raw_tree(tree), 20))  # a list from the C parser: a copy
+        return list(parsed_entries(self._raw_tree(tree)))  # a copy, the caller's own
 
     def _raw_tree(self, tree: ObjectId) -> bytes:
-        obj = self._pending.get(tree)
-        obj = obj if obj is not None else self._trees.get(tree)
+        obj = self._pending[tree] if tree in self._pending else self._trees.get(tree)
         raw = obj.as_raw_string() if isinstance(obj, Tree) else self._raw_trees.get(tree)
         if raw is None:
             kind, raw = (obj.type_num, b"") if obj is not None else \
                 self._repo.object_store.get_raw(ObjectID(tree))
             if kind != Tree.type_num:
                 raise UsageError(f"{tree.decode()} is not a tree")
+            if len(raw) >= SPLICED_BYTES:  # looked into again: kept, as fetched trees are
+                self._raw_trees[tree] = raw
         return raw
 
     def tree_children(self, tree: ObjectId, text: bool = False) -> Iterator[tuple[str, TreeEntry]]:
@@ -210,15 +203,26 @@ class GitStore:
         for part in path.split("/") if path else ():
             if not stat.S_ISDIR(entry.mode):
                 return None
-            obj = self._get(entry.sha)
-            if not isinstance(obj, Tree):
+            found = self._child(entry.sha, part.encode("utf-8", "surrogateescape"))
+            if found is None:
                 return None
-            name = part.encode("utf-8", "surrogateescape")
-            if name not in obj:
-                return None
-            mode, sha = obj[name]
-            entry = TreeEntry(mode, bytes(sha))
+            entry = TreeEntry(found[0], bytes(found[1]))
         return entry
+
+    def _child(self, tree: ObjectId, name: bytes) -> tuple[int, bytes] | None:
+        """(mode, id) of ``name`` in ``tree``: a large tree not parsed into a ``Tree`` yet
+        is searched in its raw entries (~8 ms a parse spared); None if absent or no tree."""
+        obj = self._pending[tree] if tree in self._pending else self._trees.get(tree)
+        if obj is None:
+            try:
+                raw = self._raw_tree(tree)
+            except UsageError:  # not a tree
+                return None
+            if len(raw) >= SPLICED_BYTES:
+                return find_entry(parsed_entries(raw), name)
+            obj = Tree.from_raw_string(Tree.type_num, raw, ObjectID(tree))  # small: a Tree
+            self._trees[tree] = obj  # type: ignore[assignment]  # a tree, as _raw_tree said
+        return obj[name] if isinstance(obj, Tree) and name in obj else None
 
     def forget_trees(self) -> None:  # the parsed trees, megabytes at 10,000 entries
         self._trees.clear()
@@ -227,7 +231,7 @@ class GitStore:
     def known_trees(self, raw: Mapping[bytes, bytes]) -> None:
         """Trees by hex id, their content verified against their ids: read from here,
         not the pack, until ``forget_trees`` (planning an install reads every one)."""
-        self._raw_trees = raw
+        self._raw_trees = dict(raw)
 
     def read_blob(self, sha: ObjectId) -> bytes:
         if (data := self.blobs.get(sha)) is not None:
@@ -293,7 +297,7 @@ class GitStore:
             if isinstance(obj, Commit):
                 stack.append(bytes(obj.tree))
             elif isinstance(obj, Tree):  # its pending children only, from one C parse
-                stack.extend(child for _, _, child in parse_tree(obj.as_raw_string(), 20)
+                stack.extend(child for _, _, child in parsed_entries(obj.as_raw_string())
                              if child in pending)
             if not held(store, ObjectID(sha)):
                 fresh.append(obj)
@@ -371,14 +375,11 @@ class GitStore:
             return None
         return self._stage(copy)
 
-    def make_commit(
-        self, tree: ObjectId, parents: Sequence[ObjectId], message: str
-    ) -> ObjectId:
+    def make_commit(self, tree: ObjectId, parents: Sequence[ObjectId], message: str) -> ObjectId:
         commit = Commit()
         commit.tree = tree
         commit.parents = [ObjectID(p) for p in parents]
-        identity = self._identity()
-        commit.author = commit.committer = identity
+        commit.author = commit.committer = self._identity()
         now = int(time.time())
         offset = -time.altzone if time.localtime(now).tm_isdst > 0 else -time.timezone
         commit.author_time = commit.commit_time = now

@@ -23,20 +23,22 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dulwich.errors import ObjectFormatException
-from dulwich.objects import Commit, ObjectID, Tag, parse_tree
+from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.pack import Pack, pack_object_header, write_pack_index
 from dulwich.refs import Ref
 
 from .fsck import BLOB, COMMIT, TAG, TREE, Judge
 from .fsckheaders import commit_problem
 from .objectstore import held, open_repository
+from .rawtree import Entry
+from .rawtree import entries as parsed_entries
 
 _TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
 _FORMAT, _DIR, _GITLINK = 0o170000, 0o040000, 0o160000
@@ -149,7 +151,7 @@ class _Seen:
         self._known = known
         self._target = target
 
-    def unknown(self, entries: list[tuple[bytes, int, bytes]]) -> list[tuple[bytes, int]]:
+    def unknown(self, entries: Sequence[Entry]) -> list[tuple[bytes, int]]:
         """(id, expected type) of the children of a tree, in order, but for those known
         held and gitlinks (another repository's commits): one pass in a comprehension, as
         a 10,000-entry tree with ten changed entries is the common case."""
@@ -182,9 +184,9 @@ def _walk(objects: Any, roots: list[bytes], seen: _Seen,
         if kind == TREE:
             judge.add(kind, sha, raw)
             try:  # dulwich's C parser: the children to copy (the judge has the last word)
-                entries = list(parse_tree(raw, 20))
+                entries = parsed_entries(raw)
             except (ValueError, ObjectFormatException):
-                entries = []  # the judge refuses it (badTree)
+                entries = ()  # the judge refuses it (badTree)
             stack.extend(reversed(seen.unknown(entries)))
         elif kind == COMMIT:
             judge.add(kind, sha, raw)

@@ -28,6 +28,7 @@ from dulwich.repo import Repo
 from librarian.core.fsutil import fsync_dir, fsync_file
 from librarian.core.model import ItemFile
 from librarian.errors import UsageError
+from librarian.store.rawtree import entries as parsed_entries
 
 # Above this many new objects, one pack is cheaper than many loose files.
 PACK_THRESHOLD = 256
@@ -36,6 +37,10 @@ _LSTATS_BEFORE_LISTING = 4
 #: Bytes of blob content one store keeps once read (``BlobMemo``).
 BLOB_MEMO_BYTES = 32 * 1024 * 1024
 _LOOSE_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_TREE = 2
+#: Read raw: a blob as it is, a tree once it parses (kept for its next reader). A commit
+#: or a tag is small, and parsed by dulwich as before, which refuses a malformed one.
+_RAW_TYPES = frozenset({2, 3})
 #: The most a loose object may inflate to (dulwich's own bound, 512 MiB).
 _LOOSE_LIMIT = 512 * 1024 * 1024
 
@@ -95,9 +100,15 @@ class LibraryObjectStore(DiskObjectStore):
         end = whole.find(b"\0", 0, 32)
         kind, _, size = whole[:end].partition(b" ")
         type_num = _LOOSE_TYPES.get(kind)
-        if end > 0 and type_num is not None and size.isdigit() \
+        if end > 0 and type_num in _RAW_TYPES and size.isdigit() \
                 and int(size) == len(whole) - end - 1:
-            return type_num, whole[end + 1 :]
+            content = whole[end + 1 :]
+            try:  # a tree dulwich would not parse is dulwich's to refuse, as it refuses it
+                if type_num == _TREE:
+                    parsed_entries(content)
+                return type_num, content
+            except (ValueError, FileFormatException):
+                pass
         try:  # damaged, or a format git no longer writes: dulwich's reader judges
             loose = self._get_loose_object(sha)
         except (OSError, ValueError, zlib.error, FileFormatException):

@@ -1,4 +1,5 @@
-"""A tree's raw bytes with a few entries set or removed, the rest copied as they are.
+"""A tree's raw bytes with a few entries set or removed, the rest copied as they are; a
+large tree's entries parsed once and looked into by bisection.
 
 Changing ten entries of a 10,000-entry tree through dulwich's ``Tree`` parses it into a
 map, copies it (a second parse) and serializes all 10,000 entries again in Python
@@ -12,7 +13,8 @@ Pure over bytes; imports dulwich's C parser and ``store.values`` only.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from itertools import accumulate
 
 from dulwich.objects import parse_tree
@@ -20,24 +22,52 @@ from dulwich.objects import parse_tree
 from librarian.store.values import TreeEntry
 
 _FORMAT, _DIR = 0o170000, 0o040000
-#: Below this size a tree is rebuilt through dulwich's ``Tree`` (a few entries: no gain).
+#: Below this size a tree is rebuilt through dulwich's ``Tree`` (a few entries: no gain),
+#: its entries are not kept, and it is looked into through ``Tree``.
 SPLICED_BYTES = 16 * 1024
-#: The width of the octal text of each mode git writes (others are measured).
+#: The width of the octal text of each mode git writes (others are measured as dulwich
+#: writes them: at least four digits).
 _WIDTH = {0o040000: 5, 0o100644: 6, 0o100755: 6, 0o120000: 6, 0o160000: 6}
 
 
-def _key(entry: tuple[bytes, int, bytes]) -> bytes:
+Entry = tuple[bytes, int, bytes]  # (name, mode, hex id), as dulwich's C parser gives it
+
+
+def _key(entry: Entry) -> bytes:
     """git's order: a directory sorts as if its name ended in '/'."""
     return entry[0] + b"/" if entry[1] & _FORMAT == _DIR else entry[0]
+
+
+def entries(raw: bytes) -> Sequence[Entry]:
+    """The entries of a tree's content, from dulwich's C parser; a large tree's are kept
+    for the next caller (one update parses the changed 10,000-entry folder for the fetch,
+    the judge, the walk, the delta and the splice: once). ValueError or dulwich's
+    ObjectFormatException when ``raw`` is no tree."""
+    return _large_entries(raw) if len(raw) >= SPLICED_BYTES else tuple(parse_tree(raw, 20))
+
+
+@lru_cache(maxsize=4)  # the old and new of one folder, upstream and committed
+def _large_entries(raw: bytes) -> Sequence[Entry]:
+    return tuple(parse_tree(raw, 20))
+
+
+def find_entry(found: Sequence[Entry], name: bytes) -> tuple[int, bytes] | None:
+    """(mode, hex id) of the entry ``name`` of a tree's ``entries``, by bisection in
+    git's order (as a file, then as a directory), or None."""
+    for key in (name, name + b"/"):
+        at = bisect_left(found, key, key=_key)
+        if at < len(found) and found[at][0] == name and _key(found[at]) == key:
+            return found[at][1], found[at][2]
+    return None
 
 
 def splice_entries(raw: bytes, changes: Mapping[bytes, tuple[int, bytes] | None]
                    ) -> bytes | None:
     """``raw`` (a tree's content) with each named entry set to (mode, hex id), or
     removed for None; None when ``raw`` is not in the canonical shape."""
-    entries = list(parse_tree(raw, 20))
+    parsed = entries(raw)
     offsets = list(accumulate(
-        (len(name) + (_WIDTH.get(mode) or len(b"%o" % mode)) + 22 for name, mode, _ in entries),
+        (len(name) + (_WIDTH.get(mode) or len(b"%04o" % mode)) + 22 for name, mode, _ in parsed),
         initial=0))
     if offsets[-1] != len(raw):
         return None
@@ -45,14 +75,14 @@ def splice_entries(raw: bytes, changes: Mapping[bytes, tuple[int, bytes] | None]
     edits: list[tuple[int, int, bytes, bytes]] = []
     for name, change in changes.items():
         for key in (name, name + b"/"):  # the name as a file, then as a directory
-            at = bisect_left(entries, key, key=_key)
-            if at < len(entries) and entries[at][0] == name and _key(entries[at]) == key:
+            at = bisect_left(parsed, key, key=_key)
+            if at < len(parsed) and parsed[at][0] == name and _key(parsed[at]) == key:
                 edits.append((at, 1, b"", b""))
         if change is not None:
             mode, sha = change
             key = name + b"/" if mode & _FORMAT == _DIR else name
-            edits.append((bisect_left(entries, key, key=_key), 0, key,
-                          b"%o %s\0%s" % (mode, name, bytes.fromhex(sha.decode("ascii")))))
+            edits.append((bisect_left(parsed, key, key=_key), 0, key,
+                          b"%04o %s\0%s" % (mode, name, bytes.fromhex(sha.decode("ascii")))))
     pieces: list[bytes] = []
     copied = 0  # entries before this one are in ``pieces``
     for at, drop, _, data in sorted(edits):

@@ -31,7 +31,7 @@ from typing import Any
 
 from dulwich.errors import ObjectFormatException
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, Tree, parse_tree, sha_to_hex
+from dulwich.objects import Commit, ObjectID, Tree, sha_to_hex
 from dulwich.pack import Pack, UnpackedObjectIterator
 
 from librarian.core.fsutil import atomic_write
@@ -43,6 +43,7 @@ from .gitstore import GitStore, ObjectId
 from .localfetch import copy_local
 from .objectstore import BLOB_MEMO_BYTES, pack_added
 from .quarantine import Quarantine
+from .rawtree import entries as parsed_entries
 
 DetermineWants = Callable[..., list[ObjectID]]
 ProgressBytes = Callable[[bytes], None]
@@ -348,7 +349,7 @@ def _entries(objects: Any, tree: ObjectID) -> set[tuple[bytes, int, bytes]] | No
         kind, raw = objects.get_raw(tree)
         if kind != Tree.type_num:
             return None
-        return set(parse_tree(raw, 20))
+        return set(parsed_entries(raw))
     except (KeyError, ValueError, ObjectFormatException):
         return None
 

@@ -311,3 +311,18 @@ def test_a_finding_below_trees_judged_in_bulk_is_named_by_its_path() -> None:
     finding = judge.first()
     assert finding is not None and finding.check == "hasDotgit"
     assert finding.path == "skills/pdf/.git"
+
+
+def test_a_malformed_root_tree_is_named_as_the_root() -> None:
+    """A finding on the fetched commit's own tree has no path to show: it is named as the
+    root tree, not as an empty path."""
+    root_sha, commit_sha = f"{7:040x}", f"{8:040x}"
+    judge = Judge()
+    judge.add(TREE, root_sha.encode(), b"100644 a\0abc")  # the id cut short
+    judge.add(COMMIT, commit_sha.encode(),
+              ok_commit().replace(EMPTY_TREE.encode(), root_sha.encode()))
+    judge.finish(lambda sha: None)
+    finding = judge.first()
+    assert finding is not None and finding.check == "badTree" and finding.path == ""
+    assert finding.describe().startswith(f"the root tree {root_sha[:12]}, a tree that "
+                                         "cannot be parsed")

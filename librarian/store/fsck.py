@@ -86,8 +86,8 @@ class Finding:
         if self.kind != "tree":
             return (f"{self.kind} {self.sha[:12]}, which git refuses as malformed "
                     f"({self.detail}; fsck {self.check})")
-        where = visible(self.path) if self.path is not None else (
-            f"{visible(self.name)!r} in tree {self.sha[:12]}")
+        where = visible(self.path) if self.path else f"the root tree {self.sha[:12]}" \
+            if self.path == "" else f"{visible(self.name)!r} in tree {self.sha[:12]}"
         if self.check in _PATH_RULES:
             return f"{where}, a path git refuses (fsck {self.check})"
         return f"{where}, {_REASONS.get(self.check, self.check)}, which git refuses " \

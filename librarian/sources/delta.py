@@ -44,6 +44,7 @@ from librarian.sources.upstream import (
     verdicts,
 )
 from librarian.store.gitstore import GitStore, ObjectId
+from librarian.store.rawtree import entry_set
 
 _MANIFESTS = tuple(MANIFEST_FILES.values())
 
@@ -105,7 +106,7 @@ def _in_step(store: GitStore, at: Region, regions: list[Region],
     # As sets of raw entries, in C: at 10,000 entries a loop over every name, or a map of
     # decoded names, costs ~10 ms a side. A directory is any mode S_ISDIR holds, as the
     # full walk has it (git's fsck only reports a 040755).
-    before, after = set(store.raw_entries(at.old)), set(store.raw_entries(at.new))
+    before, after = entry_set(store.raw_tree(at.old)), entry_set(store.raw_tree(at.new))
     same = before & after
     unchanged.append((at.path, [(name.decode("utf-8", "surrogateescape"), name)
                                 for name, mode, _ in same if stat.S_ISDIR(mode)]))

@@ -51,6 +51,17 @@ def _large_entries(raw: bytes) -> Sequence[Entry]:
     return tuple(parse_tree(raw, 20))
 
 
+def entry_set(raw: bytes) -> frozenset[Entry]:
+    """The entries of a tree's content as a set: two trees compare in C (a large tree's
+    set is kept too: the fetch and the delta compare the same two folders)."""
+    return _large_set(raw) if len(raw) >= SPLICED_BYTES else frozenset(entries(raw))
+
+
+@lru_cache(maxsize=4)
+def _large_set(raw: bytes) -> frozenset[Entry]:
+    return frozenset(_large_entries(raw))
+
+
 def find_entry(found: Sequence[Entry], name: bytes) -> tuple[int, bytes] | None:
     """(mode, hex id) of the entry ``name`` of a tree's ``entries``, by bisection in
     git's order (as a file, then as a directory), or None."""

@@ -43,7 +43,7 @@ from .gitstore import GitStore, ObjectId
 from .localfetch import copy_local
 from .objectstore import BLOB_MEMO_BYTES, pack_added
 from .quarantine import Quarantine
-from .rawtree import entries as parsed_entries
+from .rawtree import entry_set
 
 DetermineWants = Callable[..., list[ObjectID]]
 ProgressBytes = Callable[[bytes], None]
@@ -342,14 +342,14 @@ def _unchanged_entries(new_tree: ObjectID, old_tree: ObjectID | None, new_object
     return found
 
 
-def _entries(objects: Any, tree: ObjectID) -> set[tuple[bytes, int, bytes]] | None:
+def _entries(objects: Any, tree: ObjectID) -> frozenset[tuple[bytes, int, bytes]] | None:
     """The (name, mode, hex id) entries of ``tree``; None when it is missing or no tree
     that parses (what the walk and the judge make of it is theirs to say)."""
     try:
         kind, raw = objects.get_raw(tree)
         if kind != Tree.type_num:
             return None
-        return set(parsed_entries(raw))
+        return entry_set(raw)
     except (KeyError, ValueError, ObjectFormatException):
         return None
 

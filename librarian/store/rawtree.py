@@ -5,9 +5,11 @@ Changing ten entries of a 10,000-entry tree through dulwich's ``Tree`` parses it
 map, copies it (a second parse) and serializes all 10,000 entries again in Python
 (~30 ms). Here the entries are parsed once in C, their byte offsets summed from their
 lengths, and the new bytes are the old runs between the changes with the changed
-entries in between (~5 ms). Only a tree in git's canonical shape is spliced (modes
-without leading zeros: every offset adds up); anything else is the caller's to build.
-Pure over bytes; imports dulwich's C parser and ``store.values`` only.
+entries in between (~5 ms). Only a tree whose modes are written as git (or, below
+``0o1000``, dulwich) writes them is spliced (every offset adds up); anything else is the
+caller's to build. The parses and sets of the last four large trees are kept (a few MB at
+most, for the life of the process). Pure over bytes; imports dulwich's C parser and
+``store.values`` only.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from librarian.core.model import MANIFEST_FILES, Policy
+from librarian.core.model import Policy
 from librarian.formats.config import SourceConfig
 from librarian.sources.upstream import (
     MAX_DEPTH,
@@ -39,15 +39,13 @@ from librarian.sources.upstream import (
     collection_path,
     compile_patterns,
     find_item_trees,
+    holds_manifest,
     split_filtered,
     unsafe_part,
     verdicts,
 )
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.rawtree import entry_set
-
-_MANIFESTS = tuple(MANIFEST_FILES.values())
-
 
 #: Per folder compared, the (name, raw name) of its directories the same on both sides.
 Unchanged = list[tuple[str, list[tuple[str, bytes]]]]
@@ -118,14 +116,10 @@ def _in_step(store: GitStore, at: Region, regions: list[Region],
         path = f"{at.path}/{part}" if at.path else part
         child = Region(path, old, new, at.depth + 1, at.problem or unsafe_part(part))
         if (old is not None and new is not None and child.depth < MAX_DEPTH
-                and not _is_item(store, old) and not _is_item(store, new)):
+                and not holds_manifest(store, old) and not holds_manifest(store, new)):
             _in_step(store, child, regions, unchanged)
         else:
             regions.append(child)
-
-
-def _is_item(store: GitStore, tree: ObjectId) -> bool:
-    return any(store.lookup(tree, manifest) is not None for manifest in _MANIFESTS)
 
 
 class _Committed:

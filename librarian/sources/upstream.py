@@ -32,7 +32,8 @@ from librarian.store.gitstore import GitStore, ObjectId
 
 __all__ = [
     "MAX_DEPTH", "NAME_TAKEN", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
-    "collection_path", "compile_patterns", "find_item_trees", "judge_item", "read_collection",
+    "collection_path", "compile_patterns", "find_item_trees", "holds_manifest", "judge_item",
+    "read_collection",
     "selected", "split_filtered", "unsafe_part", "verdicts",
 ]
 
@@ -114,7 +115,7 @@ def find_item_trees(
         if problem is None and known.get(prefix) == sha:
             yield prefix, sha, None
             continue
-        if prefix and any(store.lookup(sha, m) is not None for m in _MANIFESTS):
+        if prefix and holds_manifest(store, sha):
             yield prefix, sha, problem
             continue
         if depth >= MAX_DEPTH:
@@ -122,6 +123,11 @@ def find_item_trees(
                 yield prefix, sha, f"nested deeper than {MAX_DEPTH} directories"
             continue
         stack.append(_subdirectories(store, prefix, sha, depth, problem))
+
+
+def holds_manifest(store: GitStore, tree: ObjectId) -> bool:
+    """Whether ``tree`` holds a manifest at its top: an item's directory."""
+    return any(store.lookup(tree, manifest) is not None for manifest in _MANIFESTS)
 
 
 def _subdirectories(store: GitStore, prefix: str, tree: ObjectId, depth: int,

@@ -29,6 +29,7 @@ from dulwich.errors import ObjectFormatException
 from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
 
 from .fsckheaders import commit_problem, tag_problem
+from .rawtree import MODE_WIDTHS
 from .rawtree import entries as parsed_entries
 
 TREE, COMMIT, TAG, BLOB = 2, 1, 4, 3
@@ -44,8 +45,6 @@ _ORDINARY = re.compile(_ORDINARY_NAME)
 _ORDINARY_NAMES = re.compile(rb"%s(?:\n%s)*" % (_ORDINARY_NAME, _ORDINARY_NAME))
 #: Names judged per pass (the regex engine keeps state for every repetition).
 _NAMES_CHUNK = 256
-#: The modes git writes, and the width of their octal text.
-_WIDTHS = {0o040000: 5, 0o100644: 6, 0o100755: 6, 0o120000: 6, 0o160000: 6}
 _NULL_HEX = b"0" * 40
 
 #: Reasons shown for each tree rule (the fsck message id is shown beside it).
@@ -207,8 +206,8 @@ class Judge:
             return False
         # Modes git writes, and every entry as long as its mode's text is wide: each is
         # then written as git writes it (no leading zero, sign or space before the mode).
-        if not {mode for _, mode, _ in entries} <= _WIDTHS.keys() or sum(
-                len(name) + _WIDTHS[mode] + 22 for name, mode, _ in entries) != len(raw):
+        if not {mode for _, mode, _ in entries} <= MODE_WIDTHS.keys() or sum(
+                len(name) + MODE_WIDTHS[mode] + 22 for name, mode, _ in entries) != len(raw):
             return False
         names = [name for name, _, _ in entries]
         if not names or len(set(names)) != len(names) or not all(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dulwich.errors import FileFormatException
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile
+from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile, Tree
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
@@ -36,11 +36,9 @@ PACK_THRESHOLD = 256
 _LSTATS_BEFORE_LISTING = 4
 #: Bytes of blob content one store keeps once read (``BlobMemo``).
 BLOB_MEMO_BYTES = 32 * 1024 * 1024
-_LOOSE_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-_TREE = 2
 #: Read raw: a blob as it is, a tree once it parses (kept for its next reader). A commit
 #: or a tag is small, and parsed by dulwich as before, which refuses a malformed one.
-_RAW_TYPES = frozenset({2, 3})
+_RAW_TYPES = {b"blob": Blob.type_num, b"tree": Tree.type_num}
 #: The most a loose object may inflate to (dulwich's own bound, 512 MiB).
 _LOOSE_LIMIT = 512 * 1024 * 1024
 
@@ -99,12 +97,12 @@ class LibraryObjectStore(DiskObjectStore):
             whole = b""
         end = whole.find(b"\0", 0, 32)
         kind, _, size = whole[:end].partition(b" ")
-        type_num = _LOOSE_TYPES.get(kind)
-        if end > 0 and type_num in _RAW_TYPES and size.isdigit() \
+        type_num = _RAW_TYPES.get(kind)
+        if end > 0 and type_num is not None and size.isdigit() \
                 and int(size) == len(whole) - end - 1:
             content = whole[end + 1 :]
             try:  # a tree dulwich would not parse is dulwich's to refuse, as it refuses it
-                if type_num == _TREE:
+                if type_num == Tree.type_num:
                     parsed_entries(content)
                 return type_num, content
             except (ValueError, FileFormatException):

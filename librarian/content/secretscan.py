@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from librarian.core.values import frozen
 
 # Example files are meant to be shared (.env.example, .env.local.example, …); everything
 # else named .env / .env.* is not.
@@ -77,7 +78,7 @@ _REASONS = {
 _MIN_DISTINCT = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class SecretMatch:
     reason: str
     #: ``sha256:<hex>`` of the matched text (of the whole file for a match by file name):

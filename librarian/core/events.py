@@ -6,7 +6,8 @@ import contextlib
 import contextvars
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+
+from librarian.core.values import frozen
 
 EVENTS = (
     "init retain promote discard defer revise retire restore expose withdraw hide show "
@@ -16,7 +17,7 @@ EVENTS = (
 _TRAILER_RE = re.compile(r"^(Librarian-[A-Za-z-]+): ?(.*)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Event:
     """A librarian commit's subject and trailers, in the order they were written."""
 

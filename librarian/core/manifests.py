@@ -4,14 +4,15 @@ never parses a manifest (``status``) does not create their classes when it start
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from librarian.core.digest import content_digest
 from librarian.core.model import ItemFile, ItemKind
+from librarian.core.values import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Nonconformity:
     """Content that breaks a rule of the Agent Skills format real clients tolerate (spec
     §2): admitted with a warning naming the rule, refused under ``conformance: strict``.
@@ -24,7 +25,7 @@ class Nonconformity:
         return f"{file}: nonconforming [{self.rule}]: {self.message}"
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillManifest:
     name: str
     description: str
@@ -42,7 +43,7 @@ class SkillManifest:
 InputType = Literal["string", "integer", "number", "boolean", "path"]
 
 
-@dataclass(frozen=True)
+@frozen
 class RecipeInput:
     name: str
     type: InputType
@@ -51,13 +52,13 @@ class RecipeInput:
     description: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class RecipeEffects:
     filesystem: Literal["none", "read", "write"] | None = None
     network: bool | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class RecipeManifest:
     name: str
     description: str
@@ -73,7 +74,7 @@ class RecipeManifest:
 Manifest = SkillManifest | RecipeManifest
 
 
-@dataclass(frozen=True)
+@frozen
 class ItemContent:
     """A validated item, ready to be written: files sorted by path."""
 

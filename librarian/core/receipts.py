@@ -6,11 +6,13 @@ document (flattened into it), which only ``--json`` readers look at.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, ClassVar
 
+from librarian.core.values import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Receipt:
     kind: str
     name: str
@@ -36,7 +38,7 @@ class Receipt:
         return document
 
 
-@dataclass(frozen=True)
+@frozen
 class ExposureReceipt(Receipt):
     """``exposed_tool``: whether the tool can run here now (``reason`` says why not)."""
 
@@ -44,7 +46,7 @@ class ExposureReceipt(Receipt):
     omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)  # the spec: always a reason
 
 
-@dataclass(frozen=True)
+@frozen
 class RunReceipt(Receipt):
     """``run_launched`` and ``run_result``: ``reason`` (why it failed or was refused) is
     always in the document, null when there is none."""
@@ -52,7 +54,7 @@ class RunReceipt(Receipt):
     omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunResultReceipt(RunReceipt):
     """``run_result``: what the run printed (the first ``OUTPUT_LIMIT`` bytes of each)."""
 
@@ -60,7 +62,7 @@ class RunResultReceipt(RunReceipt):
     stderr: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class BackupReceipt(Receipt):
     """A change that overwrote local edits after saving them: where, and how to restore."""
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
 
 from librarian.core.gitpaths import path_problem, visible
 from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, SOURCES_DIR, Policy
 from librarian.core.names import name_problem
+from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.lockfile import DIGEST_RE as DIGEST_RE
 from librarian.formats.lockfile import LOCK_FILE as LOCK_FILE
@@ -41,7 +42,7 @@ POLICY_CEILINGS = {"max_exposed_tools": 10_000, "max_item_bytes": 4 << 30,
 _HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::: git remote helpers
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceConfig:
     url: str
     ref: str = "main"
@@ -50,7 +51,7 @@ class SourceConfig:
     trust: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class LibraryConfig:
     name: str
     policy: Policy = field(default_factory=Policy)
@@ -191,7 +192,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolEntry:
     recipe: str  # library path of the recipe: recipes/<name> or sources/<s>/…
     digest: str

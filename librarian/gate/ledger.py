@@ -13,10 +13,10 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from librarian.core.values import frozen
 from librarian.store.library import Library
 
 LEDGER_FILE = "usage.jsonl"
@@ -24,7 +24,7 @@ SUCCESS = frozenset({"succeeded"})
 REFUSED = "refused"
 
 
-@dataclass(frozen=True)
+@frozen
 class LedgerEntry:
     time: float  # when the run ended (or was refused), seconds since the epoch
     entry: str  # "tool" | "recipe": how the run was asked for
@@ -38,7 +38,7 @@ class LedgerEntry:
     reason: str | None = None  # for refusals
 
 
-@dataclass(frozen=True)
+@frozen
 class Usage:
     """Per item: runs that executed, how they ended, refusals, and when last used."""
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
+from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library, committed_items
@@ -22,7 +23,7 @@ from librarian.store.revparse import walk_log
 ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
 
-@dataclass(frozen=True)
+@frozen
 class LogEntry:
     commit: str
     time: int

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from librarian.core.manifests import RecipeManifest
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.progress import counted
+from librarian.core.values import frozen
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
@@ -23,14 +24,14 @@ Section = Literal["skills", "recipes", "drafts", "tools", "sources"]
 SECTIONS: tuple[Section, ...] = ("skills", "recipes", "drafts", "tools", "sources")
 
 
-@dataclass(frozen=True)
+@frozen
 class FileInfo:
     path: str
     bytes: int
     executable: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class ItemInfo:
     name: str
     kind: str
@@ -48,7 +49,7 @@ class ItemInfo:
     usage: dict[str, Any] | None = None  # recipes, with --verbose: from the usage ledger
 
 
-@dataclass(frozen=True)
+@frozen
 class Inventory:
     items: tuple[ItemInfo, ...]
     tools: tuple[dict[str, Any], ...]
@@ -167,7 +168,7 @@ def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
         usage.get(info.path) or Usage())}) if info.kind == "recipe" else info for info in items]
 
 
-@dataclass(frozen=True)
+@frozen
 class Body:
     """``cat``: an item's committed manifest and where it comes from."""
 

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
+from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
@@ -22,7 +23,7 @@ from librarian.store.statcache import DigestCache
 DUE, NEW, DEFERRED = "due", "new", "deferred"
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     event: str
     commit: str
@@ -32,7 +33,7 @@ class Decision:
     evidence: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class DraftReview:
     name: str
     kind: str
@@ -45,7 +46,7 @@ class DraftReview:
     decision: Decision | None  # the last decision since admission (a deferral)
 
 
-@dataclass(frozen=True)
+@frozen
 class ReviewReport:
     drafts: tuple[DraftReview, ...]
 

@@ -18,6 +18,7 @@ from typing import Literal
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
+from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, LockedSource
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
@@ -51,7 +52,7 @@ class ItemStatus:
     locked: str | None = None  # a managed item: the digest librarian.lock pins
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolStatus:
     name: str
     recipe: str
@@ -60,13 +61,13 @@ class ToolStatus:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class FileStatus:
     path: str
     status: State
 
 
-@dataclass(frozen=True)
+@frozen
 class StatusReport:
     items: tuple[ItemStatus, ...]
     tools: tuple[ToolStatus, ...]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from librarian.core.jsonable import to_jsonable
+from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.tools import ToolContract
 from librarian.prompt.model import RecipeEntry, Registry, SkillEntry
@@ -28,7 +29,7 @@ MIN_DESCRIPTION = 40
 ELLIPSIS = "…"
 
 
-@dataclass(frozen=True)
+@frozen
 class Cut:
     budget: int
     shortened: int  # how many descriptions were shortened
@@ -38,7 +39,7 @@ class Cut:
     over_budget: bool  # even with everything cuttable cut, the output exceeds the budget
 
 
-@dataclass(frozen=True)
+@frozen
 class PromptView:
     skills: tuple[SkillEntry, ...]
     recipes: tuple[RecipeEntry, ...]
@@ -46,7 +47,7 @@ class PromptView:
     cut: Cut | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class RenderedPrompt:
     format: Format
     text: str

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
+from librarian.core.values import frozen
 from librarian.formats.config import LockedSource
 from librarian.sources.upstream import Skipped, collection_path
 
@@ -70,7 +71,7 @@ class KeptItems:
                               tree.decode())
 
 
-@dataclass(frozen=True)
+@frozen
 class SourcePlan:
     source: str
     url: str  # credentials stripped

@@ -16,11 +16,12 @@ reachable from ``refs/librarian/releases/<name>``, so ``verify`` needs no networ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from librarian.core.digest import content_digest
+from librarian.core.values import frozen
 from librarian.errors import TrustError, UsageError
 from librarian.formats.config import LockedSource, SourceConfig
 from librarian.sources.plan import installed_items, source_ref
@@ -44,7 +45,7 @@ _TAGS = b"refs/tags/"
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@frozen
 class ReleaseInfo:
     """How a source is signed, for plans and ``source list``."""
 
@@ -145,7 +146,7 @@ def keep_release_tags(store: GitStore, releases: Mapping[str, VerifiedRelease]) 
             store.set_ref(ref, old, release.tag_id.encode(), b"librarian: release installed")
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifiedSource:
     source: str
     signed: bool
@@ -157,7 +158,7 @@ class VerifiedSource:
     expired: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyReport:
     sources: tuple[VerifiedSource, ...]
 

@@ -21,11 +21,11 @@ import os
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
 from librarian.core.fsutil import fsync_dir, fsync_fd
+from librarian.core.values import frozen
 from librarian.store.indexmemo import remember_clean
 from librarian.store.indexscan import (
     ENTRY,
@@ -49,7 +49,7 @@ class IndexLockedError(Exception):
     """``index.lock`` exists: a git command is running (or one crashed and left it)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexEntry:
     """One stage-0 entry to put into the index."""
 

@@ -15,6 +15,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
+from librarian.core.values import frozen
+
 HEADER = struct.Struct(">4sLL")
 # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha-1, flags: 62 bytes.
 ENTRY = struct.Struct(">10L20sH")
@@ -168,7 +170,7 @@ def _extensions(data: bytes, pos: int) -> list[memoryview]:
     return keep
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexRecord:
     """One entry as read back: path, mode, hex blob id and merge stage (0 unless conflicted)."""
 

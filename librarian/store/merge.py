@@ -26,9 +26,10 @@ on one side and deleted on the other: a conflict. The same change on both sides:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
+
+from librarian.core.values import frozen
 
 #: git's ``FIRST_FEW_BYTES``: how far ``buffer_is_binary`` looks for a NUL
 BINARY_PROBE = 8000
@@ -37,13 +38,13 @@ ConflictKind = Literal["content", "binary", "mode", "added-both", "edited-remove
                        "removed-edited", "file-directory"]
 
 
-@dataclass(frozen=True)
+@frozen
 class FileVersion:
     mode: int  # 0o100644 or 0o100755
     data: bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class Hunk:
     """One overlapping region: 1-based first line and the lines on each side."""
 
@@ -55,7 +56,7 @@ class Hunk:
     theirs: bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class FileConflict:
     path: str
     kind: ConflictKind
@@ -63,7 +64,7 @@ class FileConflict:
     hunks: tuple[Hunk, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ItemMerge:
     """The merged files (None when anything conflicts) and every conflict, path order."""
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from librarian.core.values import frozen
+
 ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 
 
@@ -13,7 +15,7 @@ class TreeEntry:
     sha: ObjectId
 
 
-@dataclass(frozen=True)
+@frozen
 class CommitInfo:
     id: ObjectId
     tree: ObjectId

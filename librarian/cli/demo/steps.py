@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from librarian.core.values import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoStep:
     title: str
     command: str

@@ -79,3 +79,67 @@ def test_an_index_without_a_checksum_is_never_known_clean(library: Path) -> None
     assert not known_clean(index)
     splice_index(index, remove_prefixes=["skills/none"], add=[])
     assert index.read_bytes()[-20:] != bytes(20) and known_clean(index)
+
+
+def _lengths_memo(library: Path) -> Path:
+    return library / ".git" / "librarian" / "cache" / "index-lengths"
+
+
+def _scans(index: Path) -> tuple[object, object]:
+    """The index scanned entry by entry, and scanned with the lengths remembered."""
+    import functools
+    import os
+
+    from librarian.store.indexmemo import remembered_lengths
+    from librarian.store.indexscan import scan_index_file
+
+    fd = os.open(index, os.O_RDONLY)
+    try:
+        return (scan_index_file(fd),
+                scan_index_file(fd, functools.partial(remembered_lengths, index)))
+    finally:
+        os.close(fd)
+
+
+@requires_git
+def test_the_next_splice_finds_the_entries_from_the_lengths_librarian_wrote(
+        library: Path, tmp_path: Path, capsys: Cap) -> None:
+    index = library / ".git" / "index"
+    for name in ("one", "two", "three"):
+        assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", name))).code == 0
+        scanned, remembered = _scans(index)
+        assert remembered.lengths is not None and scanned.lengths is None  # type: ignore[attr-defined]
+        assert list(remembered.offsets) == list(scanned.offsets)  # type: ignore[attr-defined]
+    assert "skills/three/SKILL.md" in git(library, "ls-files").stdout.decode()
+    assert git(library, "status", "--porcelain").stdout == b""
+    write(library / "NOTES.txt", "a file git adds\n")
+    git(library, "add", "NOTES.txt")  # git rewrote the index: another trailer
+    scanned, remembered = _scans(index)
+    assert remembered.lengths is None  # type: ignore[attr-defined]
+    assert list(remembered.offsets) == list(scanned.offsets)  # type: ignore[attr-defined]
+    assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "four"))).code == 0
+    assert "NOTES.txt" in git(library, "ls-files").stdout.decode()
+    assert git(library, "diff", "--cached", "--name-only").stdout == b"NOTES.txt\n"
+    assert _scans(index)[1].lengths is not None  # type: ignore[attr-defined]
+
+
+@requires_git
+def test_damaged_lengths_are_not_used(library: Path, tmp_path: Path, capsys: Cap) -> None:
+    from librarian.store.indexmemo import remembered_lengths
+
+    index = library / ".git" / "index"
+    assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "one"))).code == 0
+    good = _lengths_memo(library).read_bytes()
+    trailer = index.read_bytes()[-20:]
+    count = int.from_bytes(index.read_bytes()[8:12], "big")
+    assert remembered_lengths(index, trailer, count) is not None
+    assert remembered_lengths(index, trailer, count + 1) is None  # another count
+    assert remembered_lengths(index, bytes(20), count) is None  # skipHash: names nothing
+    for damaged in (good[:-1], good[:-4], good.replace(b"index-lengths 1", b"index-lengths 9"),
+                    good[:-4] + bytes(4)):  # a last entry of length 0
+        _lengths_memo(library).write_bytes(damaged)
+        assert remembered_lengths(index, trailer, count) is None
+        assert _scans(index)[1].lengths is None  # type: ignore[attr-defined]
+    assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "two"))).code == 0
+    assert git(library, "status", "--porcelain").stdout == b""
+    assert _lengths_memo(library).read_bytes() != good  # the new index's, remembered

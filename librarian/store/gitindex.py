@@ -15,10 +15,12 @@ protocol (``index.lock`` created with O_EXCL, fsynced, renamed over ``index``; i
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from librarian.core.fsutil import fsync_dir, fsync_fd
 from librarian.core.values import frozen
-from librarian.store.indexmemo import remember_clean
+from librarian.store.indexmemo import remember_clean, remember_lengths, remembered_lengths
 from librarian.store.indexscan import (
     ENTRY,
     HEADER,
@@ -167,8 +169,10 @@ Run = tuple[int, int]
 def _splice_raw(
     scan: IndexScan | FileScan, dels: list[tuple[int, int]], positions: list[int],
     adds: list[tuple[bytes, bytes]],
-) -> list[bytes | memoryview | Run]:
-    n, offsets = scan.count, scan.offsets
+) -> tuple[list[bytes | memoryview | Run], array[int]]:
+    """What to write, and the length of each entry written (``indexmemo``)."""
+    n, offsets, old = scan.count, scan.offsets, scan.entry_lengths()
+    lengths = array("I")
     deleted = sum(hi - lo for lo, hi in dels)
     header = HEADER.pack(b"DIRC", scan.version, n - deleted + len(adds))
     chunks: list[bytes | memoryview | Run] = [header]
@@ -178,13 +182,16 @@ def _splice_raw(
     for lo, hi in pairwise(points):
         while k < len(adds) and positions[k] == lo:
             chunks.append(adds[k][1])
+            lengths.append(len(adds[k][1]))
             k += 1
         while d < len(dels) and dels[d][1] <= lo:
             d += 1
         if not (d < len(dels) and dels[d][0] <= lo):
             chunks.append((offsets[lo], offsets[hi]))
+            lengths += old[lo:hi]
     chunks += [blob for _, blob in adds[k:]]
-    return chunks + list(scan.keep)
+    lengths.extend(len(blob) for _, blob in adds[k:])
+    return chunks + list(scan.keep), lengths
 
 
 def _splice_dulwich(
@@ -226,10 +233,11 @@ def _check_dulwich_v4(names: list[bytes]) -> None:
 
 
 #: What to write, from the current index's descriptor (None: no index): the chunks, the
-#: scan of the index when runs are copied from it (None otherwise), and whether what is
-#: written is known to hold no entry in a merge stage (``indexmemo``).
-Build = Callable[[int | None],
-                 tuple[list[bytes | memoryview | Run], FileScan | None, bool]]
+#: scan of the index when runs are copied from it (None otherwise), whether what is
+#: written is known to hold no entry in a merge stage, and the length of each entry
+#: written (None: not known) (``indexmemo``).
+Build = Callable[[int | None], tuple[list[bytes | memoryview | Run], FileScan | None, bool,
+                                     "array[int] | None"]]
 
 
 def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
@@ -252,7 +260,7 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
                     current = os.open(index_path, os.O_RDONLY)
                     stack.callback(os.close, current)
                 digest = hashlib.sha1()
-                chunks, scan, clean = build(current)
+                chunks, scan, clean, lengths = build(current)
                 copy = _Copy(scan) if scan is not None else None
                 for chunk in chunks:
                     if isinstance(chunk, tuple):
@@ -278,6 +286,8 @@ def _write_locked(index_path: Path, build: Build, held: bool = False) -> None:
     fsync_dir(index_path.parent)  # make the rename durable
     if clean:
         remember_clean(index_path, digest.digest())
+        if lengths is not None:
+            remember_lengths(index_path, digest.digest(), lengths)
 
 
 class _Copy:
@@ -330,20 +340,23 @@ def splice_index(
     remove = [_encode_path(p) for p in remove_prefixes]
     adds = _encode_all(add)
 
-    def build(current: int | None
-              ) -> tuple[list[bytes | memoryview | Run], FileScan | None, bool]:
-        scan = scan_index_file(current) if current is not None else IndexScan.empty()
+    def build(current: int | None) -> tuple[list[bytes | memoryview | Run],
+                                            FileScan | None, bool, array[int] | None]:
+        remembered = functools.partial(remembered_lengths, index_path)
+        scan = scan_index_file(current, remembered) if current is not None \
+            else IndexScan.empty()
         if scan is None:  # version 4: read whole, rewritten by dulwich
             assert current is not None
             whole = scan_index(read_at(current, 0, os.fstat(current).st_size))
             dels, _ = _plan(whole, remove, adds)
-            return [*_splice_dulwich(whole, dels, add)], None, False
+            return [*_splice_dulwich(whole, dels, add)], None, False, None
         dels, positions = _plan(scan, remove, adds)
+        chunks, lengths = _splice_raw(scan, dels, positions, adds)
         # Only stage-0 entries are added: the index stays clean if it was (its copied
         # runs are checksummed against the scan's trailer as they are copied).
         if isinstance(scan, FileScan):
-            return _splice_raw(scan, dels, positions, adds), scan, not scan.staged
-        return _splice_raw(scan, dels, positions, adds), None, True
+            return chunks, scan, not scan.staged, lengths
+        return chunks, None, True, lengths
 
     _write_locked(index_path, build, held)
 
@@ -353,5 +366,6 @@ def build_index(index_path: Path, entries: Sequence[IndexEntry]) -> None:
     encoded = _encode_all(entries)
     _check_file_dir_conflicts(IndexScan.empty(), [], [name for name, _ in encoded])
     header = HEADER.pack(b"DIRC", 2, len(encoded))
-    _write_locked(index_path,
-                  lambda _current: ([header, *(blob for _, blob in encoded)], None, True))
+    lengths = array("I", (len(blob) for _, blob in encoded))
+    _write_locked(index_path, lambda _current: (
+        [header, *(blob for _, blob in encoded)], None, True, lengths))

@@ -12,7 +12,10 @@ import os
 import struct
 from array import array
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import sub
 from pathlib import Path
 
 from librarian.core.values import frozen
@@ -65,6 +68,9 @@ class IndexScan:
     def load_names(self) -> None:
         if self.names is None:
             self.names = [self.name_at(i) for i in range(self.count)]
+
+    def entry_lengths(self) -> array[int]:
+        return lengths_of(self.offsets)
 
     def find(self, key: bytes) -> int:
         """Position of the first entry whose name sorts at or after ``key`` (git's order)."""
@@ -232,6 +238,12 @@ class FileScan:
         self.trailer, self.identity = trailer, identity  # (inode, size, mtime, ctime) read
         self.staged = staged  # whether any entry is in a merge stage (1-3)
         self.names: list[bytes] | None = None  # every name, once ``load_names`` has run
+        self.lengths: array[int] | None = None  # every entry's length, once asked for
+
+    def entry_lengths(self) -> array[int]:
+        if self.lengths is None:
+            self.lengths = lengths_of(self.offsets)
+        return self.lengths
 
     @property
     def count(self) -> int:
@@ -269,9 +281,21 @@ class FileScan:
         return bisect_left(range(self.count), key, key=self.name_at)
 
 
-def scan_index_file(fd: int) -> FileScan | None:
+def lengths_of(offsets: array[int]) -> array[int]:
+    """The length of each entry, from the offsets of all and of the end of the last."""
+    return array("I", map(sub, offsets[1:], offsets[:-1]))
+
+
+#: The entry lengths remembered for the index whose trailer and entry count are given
+#: (``indexmemo``), or None.
+Remembered = Callable[[bytes, int], "array[int] | None"]
+
+
+def scan_index_file(fd: int, remembered: Remembered | None = None) -> FileScan | None:
     """Scan the index open at ``fd``; None for a version 4 index (its names depend on each
-    other: read it whole). Its checksum is the reader's to check (``gitindex._Copy``)."""
+    other: read it whole). Its checksum is the reader's to check (``gitindex._Copy``).
+    Where ``remembered`` knows this index (by its trailer), its entries are not scanned:
+    the entry lengths librarian wrote it with give every boundary."""
     st = os.fstat(fd)
     size = st.st_size
     head = read_at(fd, 0, HEADER.size)
@@ -282,15 +306,23 @@ def scan_index_file(fd: int) -> FileScan | None:
         raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
     if version == 4:
         return None
-    try:
-        offsets, staged = _scan_v2_file(fd, size, count, version)
-    except (IndexError, ValueError):
-        raise IndexFormatError("index entries are truncated or malformed") from None
+    lengths = remembered(read_at(fd, size - TRAILER, TRAILER), count) if remembered else None
+    offsets = array("Q", accumulate(lengths, initial=HEADER.size)) if lengths else None
+    if offsets is not None and offsets[-1] <= size - TRAILER:
+        staged = False  # remembered only for an index with no entry in a merge stage
+    else:
+        lengths = None
+        try:
+            offsets, staged = _scan_v2_file(fd, size, count, version)
+        except (IndexError, ValueError):
+            raise IndexFormatError("index entries are truncated or malformed") from None
     if offsets[-1] > size - TRAILER:
         raise IndexFormatError("index entries run past the end of the file")
     tail = read_at(fd, offsets[-1], size - offsets[-1])
-    return FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
+    scan = FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
                     tail[-TRAILER:], (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns), staged)
+    scan.lengths = lengths
+    return scan
 
 
 #: Room for one entry with the longest name git stores inline, and its padding.

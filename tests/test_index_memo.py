@@ -4,6 +4,7 @@ index; any other index (git wrote it, it holds a conflict) is scanned as before.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,13 @@ def test_damaged_lengths_are_not_used(library: Path, tmp_path: Path, capsys: Cap
         _lengths_memo(library).write_bytes(damaged)
         assert remembered_lengths(index, trailer, count) is None
         assert _scans(index)[1].lengths is None  # type: ignore[attr-defined]
+    # Lengths that end short of the entries, or past them: scanned instead, not refused.
+    last = int.from_bytes(good[-4:], sys.byteorder)
+    for wrong in (last - 8, last + 8, last + 4096):
+        _lengths_memo(library).write_bytes(good[:-4] + wrong.to_bytes(4, sys.byteorder))
+        scanned, remembered = _scans(index)
+        assert remembered.lengths is None  # type: ignore[attr-defined]
+        assert list(remembered.offsets) == list(scanned.offsets)  # type: ignore[attr-defined]
     assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "two"))).code == 0
     assert git(library, "status", "--porcelain").stdout == b""
     assert _lengths_memo(library).read_bytes() != good  # the new index's, remembered

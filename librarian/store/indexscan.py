@@ -7,6 +7,7 @@ splice (``gitindex``) and ``check --staged`` both read through here.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
@@ -306,23 +307,30 @@ def scan_index_file(fd: int, remembered: Remembered | None = None) -> FileScan |
         raise IndexFormatError(f"unsupported index (signature {signature!r}, version {version})")
     if version == 4:
         return None
+    identity = (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns)
     lengths = remembered(read_at(fd, size - TRAILER, TRAILER), count) if remembered else None
-    offsets = array("Q", accumulate(lengths, initial=HEADER.size)) if lengths else None
-    if offsets is not None and offsets[-1] <= size - TRAILER:
-        staged = False  # remembered only for an index with no entry in a merge stage
-    else:
-        lengths = None
-        try:
-            offsets, staged = _scan_v2_file(fd, size, count, version)
-        except (IndexError, ValueError):
-            raise IndexFormatError("index entries are truncated or malformed") from None
+    if lengths:
+        offsets = array("Q", accumulate(lengths, initial=HEADER.size))
+        with contextlib.suppress(IndexFormatError):  # lengths that do not fit: scanned
+            # remembered only for an index with no entry in a merge stage
+            scan = _file_scan(fd, size, version, offsets, identity, staged=False)
+            scan.lengths = lengths
+            return scan
+    try:
+        offsets, staged = _scan_v2_file(fd, size, count, version)
+    except (IndexError, ValueError):
+        raise IndexFormatError("index entries are truncated or malformed") from None
+    return _file_scan(fd, size, version, offsets, identity, staged)
+
+
+def _file_scan(fd: int, size: int, version: int, offsets: array[int],
+               identity: tuple[int, int, int, int], staged: bool) -> FileScan:
+    """The scan of entries ending at ``offsets[-1]``: the extensions after them read."""
     if offsets[-1] > size - TRAILER:
         raise IndexFormatError("index entries run past the end of the file")
     tail = read_at(fd, offsets[-1], size - offsets[-1])
-    scan = FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
-                    tail[-TRAILER:], (st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns), staged)
-    scan.lengths = lengths
-    return scan
+    return FileScan(fd, size, version, offsets, [bytes(m) for m in _extensions(tail, 0)],
+                    tail[-TRAILER:], identity, staged)
 
 
 #: Room for one entry with the longest name git stores inline, and its padding.

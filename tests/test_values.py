@@ -104,6 +104,19 @@ def test_compare_and_repr_options() -> None:
         assert repr(cls("x", "a")) == "Shape(name='x')"
 
 
+def test_a_field_left_out_of_the_hash() -> None:
+    body = {"note": field(default="", hash=False)}
+    annotations = {"name": "str", "note": "str"}
+    for cls in twins(body, annotations):
+        assert cls("x", "a") != cls("x", "b") and hash(cls("x", "a")) == hash(cls("x", "b"))
+
+
+def test_keyword_only_fields_are_refused() -> None:
+    with pytest.raises(TypeError, match="keyword-only"):
+        frozen(type("Shape", (), {"__annotations__": {"name": "str"}, "__module__": __name__,
+                                  "name": field(kw_only=True)}))
+
+
 def test_eq_false_is_identity() -> None:
     for cls in twins({}, PLAIN, eq=False):
         a, b = cls("x", 1, ()), cls("x", 1, ())

@@ -39,8 +39,8 @@ _MISSING: Any = dataclasses.MISSING
 class _Spec:
     """What the shared methods need to know of one class, built when it is decorated."""
 
-    __slots__ = ("names", "arity", "plain", "defaults", "derived", "key", "shown",
-                 "post_init")
+    __slots__ = ("names", "arity", "plain", "defaults", "derived", "key", "hash_key",
+                 "shown", "post_init")
 
     names: tuple[str, ...]
     arity: int
@@ -48,12 +48,15 @@ class _Spec:
     defaults: dict[str, tuple[Any, Any]]
     derived: tuple[tuple[str, Any], ...]  # (name, default_factory)
     key: Callable[[object], tuple[Any, ...]]
+    hash_key: Callable[[object], tuple[Any, ...]]
     shown: tuple[str, ...]
     post_init: bool
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
         init = [f for f in fields if f.init]
+        if any(getattr(f, "kw_only", False) is True for f in fields):
+            raise TypeError(f"{cls.__qualname__}: @frozen takes no keyword-only field")
         seen_default = False  # refused as dataclass refuses it, which writes __init__
         for f in init:
             if _has_default(f):
@@ -71,6 +74,9 @@ class _Spec:
                              if not f.init and f.default_factory is not _MISSING)
         self.plain = not self.derived
         self.key = _getter(tuple(f.name for f in fields if f.compare))
+        # dataclass hashes the compared fields, unless a field says otherwise
+        self.hash_key = _getter(tuple(f.name for f in fields
+                                      if (f.compare if f.hash is None else f.hash)))
         self.shown = tuple(f.name for f in fields if f.repr)
         self.post_init = hasattr(cls, "__post_init__")
 
@@ -137,7 +143,7 @@ def _eq(self: Any, other: Any) -> Any:  # a bool, or NotImplemented for another 
 
 
 def _hash(self: Any) -> int:
-    return hash(self.__value_spec__.key(self))
+    return hash(self.__value_spec__.hash_key(self))
 
 
 def _setattr(self: Any, name: str, value: object) -> None:

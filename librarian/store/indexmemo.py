@@ -63,11 +63,7 @@ def known_clean(index_path: Path) -> bool:
 def remember_clean(index_path: Path, trailer: bytes) -> None:
     """Remember that the index whose trailer is ``trailer`` holds no entry in a merge
     stage (a cache: a failure to write it only costs the next command a scan)."""
-    path = _memo(index_path)
-    if len(trailer) != TRAILER or trailer == _UNHASHED or not cache_dir_ready(path):
-        return
-    with contextlib.suppress(OSError):
-        atomic_write(path, trailer.hex().encode())
+    _remember(_memo(index_path), trailer, trailer.hex().encode())
 
 
 def _lengths_memo(index_path: Path) -> Path:
@@ -93,8 +89,13 @@ def remembered_lengths(index_path: Path, trailer: bytes, count: int) -> array[in
 def remember_lengths(index_path: Path, trailer: bytes, lengths: array[int]) -> None:
     """Remember the entry lengths of the index whose trailer is ``trailer`` (a cache, as
     ``remember_clean``)."""
-    path = _lengths_memo(index_path)
+    _remember(_lengths_memo(index_path), trailer, _LENGTHS_MAGIC + trailer + lengths.tobytes())
+
+
+def _remember(path: Path, trailer: bytes, data: bytes) -> None:
+    """Write a memo of the index whose trailer is ``trailer``: never for one without a
+    checksum, never through a link, and a failure only costs the next command a scan."""
     if len(trailer) != TRAILER or trailer == _UNHASHED or not cache_dir_ready(path):
         return
     with contextlib.suppress(OSError):
-        atomic_write(path, _LENGTHS_MAGIC + trailer + lengths.tobytes())
+        atomic_write(path, data)

@@ -135,6 +135,10 @@ def test_fifty_thousand_items_have_no_size_cliff() -> None:
      + "\n      skills/b: sha256:" + "0" * 64 + "\n", "all zeros"),
     ("librarian-lock: 1\nsources:\n  a:\n    items:\n      skills/a: \"sha256:" + "1" * 64
      + "\\nsha256:" + "2" * 64 + "\"\n", "not a digest"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      skills/a: sha256:" + "1" * 64
+     + "\n      skills/a: sha256:" + "2" * 64 + "\n", "twice"),
+    ("librarian-lock: 1\nsources:\n  a:\n    items:\n      on: sha256:" + "1" * 64 + "\n",
+     "mapping"),  # YAML reads the key as true
     ("librarian-lock: 1\nsources:\n  a:\n    commit: HEAD\n", "not a commit id"),
     ("librarian-lock: 1\nsources:\n  a:\n    ref: m\n    ref: n\n", "twice"),
     ("librarian-lock: 1\nsources:\n  a:\n    ref: m\n  a:\n    ref: n\n", "twice"),
@@ -169,3 +173,18 @@ def test_item_lines_judged_in_bulk_are_the_lines_judged_one_at_a_time(
     one_at_a_time = "\n".join(f"      {lockfile._scalar(path)}: {lockfile._scalar(digest)}"
                               for path, digest in items).encode()
     assert lockfile._item_lines(items) == one_at_a_time
+
+
+def test_a_run_of_item_lines_with_an_odd_line_reads_as_yaml_reads_it() -> None:
+    """A run is matched whole when every line is a plain path and a digest; one line in
+    another shape (a quoted path, a quoted digest) and the run is read line by line,
+    to the same items."""
+    plain = [f"      skills/s{n}: sha256:{n + 1:064x}" for n in range(300)]
+    for odd in ('      "skills/my\\x20skill": sha256:' + "f" * 64,
+                '      skills/quoted: "sha256:' + "e" * 64 + '"'):
+        lines = [*plain[:150], odd, *plain[150:]]
+        text = "librarian-lock: 1\nsources:\n  a:\n    items:\n" + "\n".join(lines) + \
+            "\n    ref: main\n"
+        expected = lockfile._from_document(yaml.safe_load(text), "lock")
+        assert load_lock(text.encode()) == expected
+        assert len(expected["a"].items) == 301

@@ -15,6 +15,7 @@ words`` a line, the shape of most SKILL.md frontmatter) are read without it, so 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
 
 from librarian.errors import UsageError
@@ -131,7 +132,8 @@ def mapping_of(value: object, what: str) -> Mapping[str, Any]:
     """A loaded value that must be a mapping with string keys (absent: empty)."""
     if value is None:
         return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+    # map() keeps the check in C: a lock's items are 10,000 keys.
+    if not isinstance(value, dict) or not all(map(isinstance, value, repeat(str))):
         raise UsageError(f"{what} must be a mapping")
     return value
 

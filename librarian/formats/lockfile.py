@@ -79,10 +79,10 @@ class LockedSource:
 # A plain scalar YAML (1.1, PyYAML's resolvers) reads back as the same string: starts with a
 # letter, '/' or '_' (so never a number, date, '.inf', '-', '~' or an indicator), holds no
 # space, '#', quote or flow character, and does not end in ':'.
-_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*")
+_PLAIN_FIRST, _PLAIN_REST = "[A-Za-z_/]", "A-Za-z0-9_./@+=~%-"  # '-' last: itself
+_PLAIN = re.compile(f"{_PLAIN_FIRST}[:{_PLAIN_REST}]*")
 #: Lines of such scalars, none ending in ':' (each plain unless it is one of the words).
-_PLAIN_PATHS = re.compile(r"[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*(?<!:)"
-                          r"(?:\n[A-Za-z_/][A-Za-z0-9_./@:+=~%-]*(?<!:))*")
+_PLAIN_PATHS = re.compile(f"{_PLAIN.pattern}(?<!:)(?:\n{_PLAIN.pattern}(?<!:))*")
 # ... except the words YAML 1.1 reads as booleans or null.
 _WORDS = frozenset(
     w for base in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
@@ -194,7 +194,7 @@ _KEY_VALUE = re.compile(r'("(?:[^"\\]|\\.)*"|[^\s"]+): (.+)')
 _KEY_ONLY = re.compile(r'("(?:[^"\\]|\\.)*"|[^\s"]+):')
 # Item lines as the writer makes them nearly always: a plain path without ':' and a digest,
 # matched a run at a time in C. A run ends before the first line of fewer indents.
-_FAST_ITEMS = re.compile(r"^      ([A-Za-z_/][A-Za-z0-9_./@+=~%-]*): (sha256:[0-9a-f]{64})$",
+_FAST_ITEMS = re.compile(f"^      ({_PLAIN_FIRST}[{_PLAIN_REST}]*): ({DIGEST_RE.pattern})$",
                          re.MULTILINE)
 _RUN_END = re.compile(r"\n(?!      )")
 _INT = re.compile(r"0|[1-9][0-9]{0,17}")

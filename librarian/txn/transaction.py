@@ -252,11 +252,6 @@ class Transaction:
             with one_sync(library.git_dir):
                 store.flush(new)
                 crash_point("after-objects")
-                # Git's index.lock is taken before the branch moves (a held one: exit 3,
-                # nothing changed) and kept until the new index is in place, so no plain
-                # git command can commit from the old index in between.
-                leftovers.hold_index(library, journal.tx)
-                held = True
                 staged = staging.stage_changes(library.stage_dir / journal.tx, slots, store)
                 # Items staged whole from bytes the plan hashed seed the stat cache, judged
                 # by the file system's clock now: after every staged write, before any of
@@ -266,13 +261,20 @@ class Transaction:
                 stamp = statcache.racy_after_ns(library.cache_dir) if seeds else 0
                 journal.write(library)
             crash_point("after-journal")
+            # Git's index.lock is taken just before the branch moves (a held one: exit 3,
+            # nothing changed) and kept until the new index is in place, so no plain git
+            # command can commit from the old index in between; never while staging, so a
+            # long install does not hold plain `git commit` off.
+            leftovers.hold_index(library, journal.tx)
+            held = True
             store.move_branch(base, new, message=subject.encode())
         except BaseException:
             # An interrupt can land after the ref file was replaced but before move_branch
             # returned: then the change is made and the journal must stay for recovery.
-            if held and store.ref(store.branch()) != new:
+            if store.ref(store.branch()) != new:
                 apply.discard(library, journal.tx)
-                leftovers.release_index(library)
+                if held:
+                    leftovers.release_index(library)
             raise
         self._committed = True
         crash_point("after-cas")

@@ -183,8 +183,8 @@ def settle(upstream: Path) -> None:
 
 def drop_file_caches() -> None:
     """Sync, then drop the kernel's cached dentries and inodes (Linux, as root): with
-    millions cached, creating files costs several times more system time (docs/decisions.md,
-    the first install), for git and librarian alike."""
+    millions cached, creating files costs several times more system time (measured on the project's
+    machine), for git and librarian alike."""
     os.sync()
     try:
         Path("/proc/sys/vm/drop_caches").write_text("2\n")

@@ -1,4 +1,4 @@
-"""Speed at scale (issue 12): librarian against git, and against an older librarian, paired.
+"""Speed at scale: librarian against git, and against an older librarian, paired.
 
     python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--resident] [--cases a,b,...]
 

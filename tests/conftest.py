@@ -15,6 +15,8 @@ from pathlib import Path
 import helpers
 import pytest
 
+from librarian.agents.claude_manifests import GENERATED
+
 _REAL_HOME = Path(os.environ.get("HOME") or Path.home())
 
 
@@ -62,7 +64,7 @@ def library(tmp_path: Path) -> Path:
     from librarian.ops.create import init_library
 
     root = tmp_path / "lib"
-    init_library(root, "test-lib")
+    init_library(root, "test-lib", GENERATED)
     return root
 
 

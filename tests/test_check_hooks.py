@@ -21,15 +21,16 @@ from helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.resources import hooks_dir
+from librarian.library.layout import Library
 from librarian.ops.hooks import render_hook
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    retain(Library(library), make_skill(sources, "alpha"))
+    retain(Library(library, GENERATED), make_skill(sources, "alpha"))
     return library
 
 
@@ -82,7 +83,7 @@ def test_check_finds_a_secret_added_with_plain_git(
 def test_check_problems_name_the_library_path(
     stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    retain(Library(stocked), make_skill(sources, "beta"))
+    retain(Library(stocked, GENERATED), make_skill(sources, "beta"))
     write(stocked / "skills" / "beta" / ".env", "TOKEN=abc\n")
     write(stocked / "skills" / "alpha" / "SKILL.md", b"---\nname: alpha\n---\nbody\n")
     problems = json.loads(cli(capsys, stocked, "check", "--json").out)["problems"]

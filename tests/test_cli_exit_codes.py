@@ -20,16 +20,17 @@ from helpers import (
 )
 from typer.testing import CliRunner
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.main import app
 from librarian.errors import UsageError
+from librarian.library.layout import Library
 from librarian.ops import inventory
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    retain(Library(library), make_skill(sources, "alpha"))
+    retain(Library(library, GENERATED), make_skill(sources, "alpha"))
     return library
 
 

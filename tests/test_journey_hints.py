@@ -9,7 +9,7 @@ from helpers import cli, git_text, make_recipe, make_skill, requires_git, run_ma
 from hypothesis import given
 from hypothesis import strategies as st
 
-from librarian.store.revparse import split_revision
+from librarian.git.revparse import split_revision
 
 Capsys = pytest.CaptureFixture[str]
 

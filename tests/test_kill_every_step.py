@@ -27,15 +27,16 @@ from helpers import GIT, git, git_env, git_text, make_recipe, make_skill, state_
 from helpers import tree_snapshot as snapshot
 from sources_helpers import Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.main import main
 from librarian.gate.exposure import expose
+from librarian.git.quarantine import PREFIX as QUARANTINE
+from librarian.library.layout import Library
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import retire
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
-from librarian.store.library import Library
-from librarian.store.quarantine import PREFIX as QUARANTINE
 
 KILLER = Path(__file__).with_name("killer.py")
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
@@ -54,8 +55,8 @@ class World:
 
 def _build(base: Path) -> World:
     lib = base / "template"
-    init_library(lib, "killed")
-    library = Library(lib)
+    init_library(lib, "killed", GENERATED)
+    library = Library(lib, GENERATED)
     src = base / "src"
     for name in ("other", "old", "gone", "reviseme"):
         retain(library, make_skill(src / "first", name))
@@ -167,7 +168,7 @@ def _leftovers(library: Path, allowed: set[str]) -> list[str]:
               if "librarian" not in p.parts]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").rglob("tmp*")]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").glob(
-        f"{QUARANTINE}*")]  # a fetch's quarantine (store/quarantine.py)
+        f"{QUARANTINE}*")]  # a fetch's quarantine (git/quarantine.py)
     found += [p.name for p in git_dir.glob(".*.tmp")]  # a fetch's .shallow.*.tmp
     packs = git_dir / "objects" / "pack"
     found += [str(p.relative_to(git_dir)) for p in packs.glob("*.pack")

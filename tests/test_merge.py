@@ -9,7 +9,7 @@ from helpers import requires_git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.store.merge import (
+from librarian.git.merge import (
     FileVersion,
     ItemMerge,
     describe_hunk,

@@ -26,8 +26,9 @@ from helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 AWS_KEY = "AKIA" + "Q3ZT7WBN5XK2LM4P"  # shaped like a real access key id (not EXAMPLE)
 PEM = (
@@ -351,7 +352,7 @@ def _missing_source(lib: Path, src: Path) -> tuple[Path, list[str]]:
 
 
 def _retain_first(lib: Path, item: Path, *flags: str) -> None:
-    retain(Library(lib), item, draft="--draft" in flags)
+    retain(Library(lib, GENERATED), item, draft="--draft" in flags)
 
 
 def _taken_by_skill(lib: Path, src: Path) -> tuple[Path, list[str]]:

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sources_helpers import MODE_EXEC, MODE_FILE, Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_lock
-from librarian.store.merge import FileVersion, merge_files
+from librarian.git.merge import FileVersion, merge_files
 
 Cap = pytest.CaptureFixture[str]
 
@@ -421,7 +422,7 @@ def test_update_leaves_exactly_the_merge_or_nothing(
 
     root = tmp_path_factory.mktemp("e2e")
     library = root / "lib"
-    init_library(library, "e2e-lib")
+    init_library(library, "e2e-lib", GENERATED)
     up = Upstream(root / "up.git")
     base = _item(_LINES, b"notes\n", MODE_FILE)
     theirs = _item(_apply(_LINES, theirs_edit), theirs_notes, theirs_mode)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from librarian.core.values import frozen
-from librarian.store.library import Library
+from librarian.library import Library
 
 LEDGER_FILE = "usage.jsonl"
 SUCCESS = frozenset({"succeeded"})

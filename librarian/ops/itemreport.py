@@ -9,17 +9,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from librarian.cache import DigestCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.values import frozen
 from librarian.gate.checks import approvals_of
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_state
+from librarian.library import Item, Library, Snapshot
 from librarian.ops.history import read_log
 from librarian.ops.inventory import ItemInfo, describe
 from librarian.sources.subscriptions import source_infos
-from librarian.store.library import Item, Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
 
 
 @frozen

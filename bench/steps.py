@@ -1,4 +1,4 @@
-"""Where one command's time goes, step by step, in-process (issue 12).
+"""Where one command's time goes, step by step, in-process.
 
     cd LIBRARY && PYTHONPATH=TREE python TREE/bench/steps.py update [ARGS...]
 

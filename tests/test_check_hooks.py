@@ -178,7 +178,7 @@ def test_pre_commit_hook_refuses_a_bad_edit_committed_with_commit_all(
 def test_the_hook_finds_the_librarian_that_installed_it(
     stocked: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11, item 7: outside the virtual environment (no librarian on PATH) the hook
+    """Outside the virtual environment (no librarian on PATH) the hook
     runs the interpreter written into it; without that either, it says what to do."""
     assert cli(capsys, stocked, "hooks", "install").code == 0
     hook = stocked / ".git" / "hooks" / "pre-commit"

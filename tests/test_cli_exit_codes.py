@@ -1,4 +1,4 @@
-"""Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3).
+"""Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3.4).
 
 The mapping of errors to exit codes lives in ``librarian.cli.main.main``; it is checked in process
 (``main([...])``), through typer's CliRunner, and through a real ``python -m librarian``.

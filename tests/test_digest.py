@@ -1,4 +1,4 @@
-"""The per-item digest is the item's git tree id in SHA-256 object format (spec §2)."""
+"""The per-item digest is the item's git tree id in SHA-256 object format (spec §2.12)."""
 
 from __future__ import annotations
 

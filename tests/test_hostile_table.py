@@ -1,4 +1,4 @@
-"""A hostile world (issue 9), as a table: each case builds a library an attacker or an
+"""A hostile world, as a table: each case builds a library an attacker or an
 unlucky user could hand librarian, runs one command, and asserts the exit code, exactly one
 error line naming the problem, and that nothing changed (the branch, the work tree,
 ``.git/librarian``, and any directory outside the library a link points at)."""

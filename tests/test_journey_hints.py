@@ -1,4 +1,4 @@
-"""Issue 11, item 5: hints that work."""
+"""Hints that work."""
 
 from __future__ import annotations
 

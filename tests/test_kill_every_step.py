@@ -1,4 +1,4 @@
-"""SIGKILL at every write step (issue 9): for each changing command, count its write steps
+"""SIGKILL at every write step: for each changing command, count its write steps
 (tests/killer.py: every open for writing, rename, unlink, mkdir… seen by an audit hook),
 then for each k kill a fresh copy of the same library just before its k-th step, run
 ``recover``, and require: exactly the library before or exactly the library after, git

@@ -191,7 +191,7 @@ def test_draft_operations_refuse_retained_and_unknown(
         refused(capsys, library, 2, *command)
     # Retained-only operations refuse drafts.
     refused(capsys, library, 3, "retire", "rough")
-    # A draft can be revised (issue 11): the same content is "nothing to revise".
+    # A draft can be revised: the same content is "nothing to revise".
     refused(capsys, library, 2, "revise", "rough", str(sources / "d" / "rough"))
     # JSON errors are one document too.
     result = cli(capsys, library, "promote", "ghost", "--json")

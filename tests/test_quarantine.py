@@ -1,4 +1,4 @@
-"""A hostile upstream leaves nothing git refuses in the library (issue 9): a fetched pack
+"""A hostile upstream leaves nothing git refuses in the library: a fetched pack
 waits in a quarantine, is judged by git's fsck rules, and is refused whole (exit 2, one
 line naming the source and the first offending path) or admitted. The real git binary is
 the judge: `git fsck --strict` of the library is clean after every refusal, and the object

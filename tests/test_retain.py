@@ -454,7 +454,7 @@ def test_refusal_lists_every_problem_on_one_line(
     result = retain_cli(capsys, library, str(src))
     assert result.code == 2
     line = assert_one_error_line(result.err)
-    assert ".env" in line and "link" in line  # every problem (issue 11)
+    assert ".env" in line and "link" in line  # every problem, not the first
     assert "more)" not in line
     assert result.out == ""
     document = retain_cli(capsys, library, str(src), "--json").json

@@ -1,4 +1,4 @@
-"""What ``status`` pays that is not its work (issue 12, fixed cost): the modules a warm
+"""What ``status`` pays that is not its work: the modules a warm
 status imports, and the committed configuration documents remembered by blob id
 (library/snapshot.py ``committed_yaml``), which never change what a command shows."""
 

@@ -1,5 +1,5 @@
 """What ``update`` pays that is not its work: the modules it imports, and an update with
-nothing new upstream (issue 12, fixed cost)."""
+nothing new upstream."""
 
 from __future__ import annotations
 

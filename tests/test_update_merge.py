@@ -1,5 +1,5 @@
-"""`update` merges an item edited locally and changed upstream, file by file (spec §6.3,
-issue 15): a clean merge installs upstream in the commit and leaves the merged result in
+"""`update` merges an item edited locally and changed upstream, file by file (spec §6.3):
+a clean merge installs upstream in the commit and leaves the merged result in
 the work tree as the local edit; a conflict refuses with every file and hunk, changing
 nothing; the original edit is backed up before the work tree changes."""
 

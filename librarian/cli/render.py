@@ -262,6 +262,6 @@ def review_text(report: ReviewReport) -> str:
 
 
 def error_line(message: str, hint: str | None = None) -> str:
-    """The one line an error is on stderr (spec §3), with its hint when there is one."""
+    """The one line an error is on stderr (spec §3.4), with its hint when there is one."""
     text = " ".join(message.split())
     return f"librarian: error: {text}" + (f" (hint: {' '.join(hint.split())})" if hint else "")

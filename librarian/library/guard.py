@@ -1,4 +1,4 @@
-"""Refusing a hostile or half-finished library before anything is written (spec §2).
+"""Refusing a hostile or half-finished library before anything is written (spec §2.7).
 
 A work tree arriving by ``git pull`` can hold a symlink where librarian writes
 (``skills/`` -> ``/home/you``); a git operation can be half done (a merge with conflicts);

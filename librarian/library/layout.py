@@ -83,7 +83,7 @@ def is_library(path: Path) -> bool:
 def find_library(explicit: Path | None = None, cwd: Path | None = None,
                  generated: tuple[GeneratedFiles, ...] = ()) -> Library:
     """``--library``, else ``$LIBRARIAN_LIBRARY``, else the nearest parent holding
-    library.yaml (spec §3), else the default library of the user config file; opened with
+    library.yaml (spec §3.1), else the default library of the user config file; opened with
     the makers of its ``generated`` files."""
     chosen = explicit or (Path(os.environ["LIBRARIAN_LIBRARY"]) if os.environ.get(
         "LIBRARIAN_LIBRARY") else None)

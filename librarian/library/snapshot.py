@@ -1,7 +1,7 @@
 """The library as committed at one commit: a ``Snapshot``.
 
 Every command reads policy, visibility, sources, tools and pins from here: the committed
-``library.yaml`` is the one truth (spec §2), an uncommitted edit takes effect once it is
+``library.yaml`` is the one truth (spec §2.11), an uncommitted edit takes effect once it is
 committed. Parsed files are kept on the snapshot, so a command parses each at most once;
 the YAML document of a committed ``library.yaml`` or ``tools.yaml`` is remembered by its
 blob id (``committed_yaml``), so a later command validates it again (the same rules, the

@@ -19,7 +19,7 @@ UNKNOWN_EVIDENCE = "unknown"
 
 
 def evidence_text(evidence: str | None) -> str:
-    # Missing evidence is recorded as "unknown", never as a low score (spec §2).
+    # Missing evidence is recorded as "unknown", never as a low score (spec §2.15).
     return evidence.strip() if evidence and evidence.strip() else UNKNOWN_EVIDENCE
 
 

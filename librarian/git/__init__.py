@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from librarian.git.repo import ObjectId as ObjectId
     from librarian.git.repo import TreeEntry as TreeEntry
     from librarian.git.revparse import resolve as resolve
+    from librarian.git.revparse import walk_history as walk_history
     from librarian.git.revparse import walk_log as walk_log
     from librarian.git.settings import core_worktree as core_worktree
     from librarian.git.settings import is_branch_ref as is_branch_ref
@@ -88,6 +89,7 @@ __getattr__ = lazy_exports(__name__, {
     "tag_bytes": "tags",
     "tagger": "tags",
     "url_problem": "remote",
+    "walk_history": "revparse",
     "walk_log": "revparse",
     "write_tag": "tags",
 })

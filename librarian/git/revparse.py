@@ -1,9 +1,11 @@
 """A revision to a commit: a hex id, a branch, tag or HEAD, and git's ancestry suffixes
 (``HEAD~1``, ``main~2``, ``HEAD^``, ``HEAD^2``), which dulwich's ``parse_commit`` does not
-read; and first-parent history. Imports the store only."""
+read; first-parent history (recovery's view of the branch librarian moved) and the whole
+history through every parent (``git log``'s view: what arrived through merges)."""
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -61,3 +63,24 @@ def walk_log(store: GitStore, start: ObjectId | None) -> Iterator[CommitInfo]:
         info = store.commit(sha)
         yield info
         sha = info.parents[0] if info.parents else None
+
+
+def walk_history(store: GitStore, start: ObjectId | None) -> Iterator[CommitInfo]:
+    """Every commit reachable from ``start`` through every parent, each once, newest commit
+    time first (``git log``'s default order: a commit before its parents when their clocks
+    agree), so the work of another clone that arrived through a merge is listed too."""
+    if start is None:
+        return
+    seen = {start}
+    first = store.commit(start)
+    queue: list[tuple[int, int, CommitInfo]] = [(-first.time, 0, first)]
+    order = 1  # ties: the commit met first (a child before its parents) comes first
+    while queue:
+        _, _, info = heapq.heappop(queue)
+        yield info
+        for parent in info.parents:
+            if parent not in seen:
+                seen.add(parent)
+                found = store.commit(parent)
+                heapq.heappush(queue, (-found.time, order, found))
+                order += 1

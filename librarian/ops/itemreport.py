@@ -59,8 +59,9 @@ def inspect_item(library: Library, name: str) -> ItemReport:
             for tool, entry in sorted(snapshot.tools.items()) if entry.recipe == item.path)
         provenance = _provenance(snapshot, item) if item.state == "managed" else None
     revisions = tuple(
-        {"event": e.event, "commit": e.commit, "time": e.time, "subject": e.subject,
-         "digest": e.trailer("Librarian-Digest")} for e in read_log(library, item.path))
+        {"event": e.event, "commit": e.commit, "time": e.time, "author": e.author,
+         "subject": e.subject, "digest": e.trailer("Librarian-Digest")}
+        for e in read_log(library, item.path))
     approvals: tuple[dict[str, Any], ...] = ()
     usage = None
     if item.kind == "recipe":

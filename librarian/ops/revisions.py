@@ -15,7 +15,7 @@ from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE
-from librarian.git import GitStore, ObjectId, resolve, walk_log
+from librarian.git import GitStore, ObjectId, resolve, walk_history
 from librarian.library import Item, Library, Snapshot
 from librarian.ops.lifecycle import (
     committed_digest,
@@ -155,7 +155,7 @@ def _find_previous(
                 hint=f"`librarian log {name}` lists the commits that touched it",
             )
         return commit.decode(), found[0], found[1]
-    for info in walk_log(store, head):
+    for info in walk_history(store, head):
         found = _retained_at(store, info.tree, name)
         if found is not None:
             return info.id.decode(), found[0], found[1]

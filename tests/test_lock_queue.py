@@ -3,7 +3,6 @@ branch move and the index write, never while staging; nothing is scanned before 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,4 +114,4 @@ def test_reading_commands_do_not_look_into_folders_being_removed(
     assert cli(capsys, library, "status").code == 0
     result = cli(capsys, library, "hide", "nothing-here")
     assert result.code == 2 and "stage/planted" in result.err
-    os.unlink(stage / "planted")
+    (stage / "planted").unlink()

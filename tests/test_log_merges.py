@@ -63,8 +63,8 @@ def test_log_and_inspect_of_a_merged_item(library: Path, tmp_path: Path, capsys:
 
 def test_the_text_log_shows_date_and_author(library: Path, tmp_path: Path, capsys: Cap) -> None:
     _two_machines(library, tmp_path, capsys)
-    line = next(l for l in cli(capsys, library, "log").out.splitlines()
-                if "theirs-1" in l and not l.startswith(" "))
+    line = next(text for text in cli(capsys, library, "log").out.splitlines()
+                if "theirs-1" in text and not text.startswith(" "))
     commit, day, clock, rest = line.split(" ", 3)
     assert len(day) == 10 and day[4] == "-" and ":" in clock
     assert rest.split(":", 1)[0]  # the author's name before the subject

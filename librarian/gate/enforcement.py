@@ -61,6 +61,19 @@ def unenforceable(environment: str, effects: RecipeEffects | None,
     return tuple(missing)
 
 
+def summary_enforceability(summary: Mapping[str, Any]
+                           ) -> tuple[bool | None, tuple[str, ...]]:
+    """Whether the recipe a manifest summary (``store.manifests.summarize``) describes
+    can have its effects enforced here, and what cannot be (None: not a recipe)."""
+    if summary.get("kind") != "recipe":
+        return None, ()
+    declared_effects = summary.get("effects") or {}
+    effects = RecipeEffects(filesystem=declared_effects.get("filesystem"),
+                            network=declared_effects.get("network"))
+    missing = unenforceable(str(summary.get("environment")), effects)
+    return not missing, missing
+
+
 def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Path,
          tmp: Path, inputs: Mapping[str, object], program: str,
          support: Support | None = None) -> Plan:

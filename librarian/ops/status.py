@@ -59,6 +59,9 @@ class ToolStatus:
     pinned: str
     status: Literal["ok", "stale"]
     reason: str | None = None
+    #: whether this machine enforces the recipe's declared effects (None: stale tool)
+    enforceable: bool | None = None
+    not_enforceable: tuple[str, ...] = ()
 
 
 @frozen
@@ -230,11 +233,19 @@ def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolSta
     if not snapshot.tools:
         return
     # Imported here: a library without tools does not pay for the gate's module at start-up.
-    from librarian.gate.tools import tool_state
+    from librarian.gate.enforcement import summary_enforceability
+    from librarian.gate.tools import recipe_item, tool_state
+    from librarian.store.manifests import summarize
 
     for name, tool in sorted(snapshot.tools.items()):
         state = tool_state(snapshot, tool, digests)
-        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
+        enforceable: bool | None = None
+        missing: tuple[str, ...] = ()
+        if state.status == "ok" and state.recipe_tree is not None:
+            enforceable, missing = summary_enforceability(
+                summarize(snapshot.store, recipe_item(tool.recipe, state.recipe_tree)))
+        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason,
+                         enforceable, missing)
 
 
 def _file_statuses(snapshot: Snapshot) -> Iterable[FileStatus]:

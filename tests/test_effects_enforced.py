@@ -1,0 +1,238 @@
+"""A recipe runs with exactly the authority its approved manifest declares: real runs on
+the real kernel against a file outside the run, a fake home and a TCP server on loopback,
+for every combination of ``filesystem`` and ``network``; a child of the recipe inherits
+the confinement; the refusal (exit 5) where the kernel cannot enforce, and best-effort."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import cli, cli_ok, commit_config_edit, write
+
+from librarian.gate import enforcement
+from librarian.gate.confine import Support, kernel_support
+from librarian.gate.runner import confined_start
+from librarian.ops.retention import retain
+from librarian.store.library import Library
+
+SUPPORT = kernel_support()
+pytestmark = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 4 or not (SUPPORT.userns or SUPPORT.seccomp),
+    reason="this kernel cannot enforce effects (needs Landlock ABI >= 4)")
+
+#: Tries everything, itself and in a child process, and prints one JSON object.
+PROBE = r'''import json, os, socket, subprocess, sys
+args = json.load(sys.stdin)
+
+def attempt(action):
+    try:
+        action()
+        return True
+    except OSError:
+        return False
+
+def read():
+    with open(args["outside"]) as f:
+        f.read()
+
+def append():
+    with open(args["outside"], "a") as f:
+        f.write("recipe was here\n")
+
+def connect():
+    socket.create_connection(("127.0.0.1", int(args["port"])), timeout=5).close()
+
+result = {"read": attempt(read), "write": attempt(append),
+          "home": attempt(lambda: os.listdir(args["home"])),
+          "connect": attempt(connect),
+          "work": attempt(lambda: open("scratch.txt", "w").close())}
+if len(sys.argv) == 1:
+    child = subprocess.run([sys.executable, "-s", "-E", __file__, "child"],
+                           input=json.dumps(args), capture_output=True, text=True)
+    result["child"] = json.loads(child.stdout)
+print(json.dumps(result))
+'''
+
+INPUTS = """inputs:
+  outside: {type: string, required: true}
+  home: {type: string, required: true}
+  port: {type: integer, required: true}
+"""
+
+
+def make_probe(base: Path, name: str, filesystem: str, network: bool,
+               script: str = PROBE) -> Path:
+    root = base / name
+    write(root / "recipe.yaml",
+          f"name: {name}\ndescription: Probes what it may do.\nexecution: sync\n"
+          f"environment: python\nentrypoint: probe.py\n{INPUTS}"
+          f"result: JSON on stdout.\neffects: {{filesystem: {filesystem}, "
+          f"network: {'true' if network else 'false'}}}\ntimeout: 60\n")
+    write(root / "probe.py", script, 0o755)
+    return root
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that accepts and closes; yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+@pytest.fixture
+def targets(tmp_path: Path, isolated_environment: Path) -> dict[str, str]:
+    """A file outside any run, and the (fake) home holding a key."""
+    outside = write(tmp_path / "elsewhere" / "notes.txt", "private\n")
+    write(isolated_environment / ".ssh" / "id_ed25519", "KEY\n")
+    return {"outside": str(outside), "home": str(isolated_environment)}
+
+
+def run_probe(capsys: pytest.CaptureFixture[str], library: Path, name: str,
+              targets: dict[str, str], port: int) -> tuple[dict[str, object], dict[str, object]]:
+    result = cli(capsys, library, "run", name, "--yes", "--json", "--arg",
+                 f"outside={targets['outside']}", "--arg", f"home={targets['home']}",
+                 "--arg", f"port={port}")
+    assert result.code == 0, result.out + result.err
+    doc = result.json
+    return json.loads(doc["output"]), doc["enforced"]
+
+
+EXPECTED = {  # filesystem -> (read outside, write outside, list the home)
+    "none": (False, False, False),
+    "read": (True, False, True),
+    "write": (True, True, True),
+}
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("filesystem", ["none", "read", "write"])
+def test_a_run_gets_exactly_the_declared_authority_and_its_children_too(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str], filesystem: str, network: bool,
+) -> None:
+    name = f"probe-{filesystem}-{'net' if network else 'offline'}"
+    lib = Library(library)
+    retain(lib, make_probe(sources, name, filesystem, network))
+    result, enforced = run_probe(capsys, library, name, targets, server)
+    can_read, can_write, can_list_home = EXPECTED[filesystem]
+    expected = {"read": can_read, "write": can_write, "home": can_list_home,
+                "connect": network, "work": True}
+    child = result.pop("child")
+    assert result == expected
+    assert child == expected  # inherited by what the recipe starts
+    assert ("recipe was here" in Path(targets["outside"]).read_text()) is can_write
+    assert enforced["filesystem"] == filesystem and enforced["network"] is network
+    assert enforced["not_enforced"] == []
+    assert ("landlock" in enforced["by"]) is (filesystem != "write" or not network)
+
+
+def test_a_threaded_caller_confines_through_the_helper(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str],
+) -> None:
+    """With another thread running, the confinement is applied by the re-exec helper
+    (not between fork and exec), and holds the same."""
+    retain(Library(library), make_probe(sources, "probe-threaded", "none", False))
+    policy = {"network": "deny", "isolate": "netns", "landlock_abi": 4}
+    idle = threading.Event()
+    thread = threading.Thread(target=idle.wait, daemon=True)
+    thread.start()
+    try:
+        argv, preexec = confined_start(["/bin/true"], policy)
+        assert preexec is None and argv[-2:] == ["--", "/bin/true"]
+        result, _ = run_probe(capsys, library, "probe-threaded", targets, server)
+    finally:
+        idle.set()
+        thread.join()
+    child = result.pop("child")
+    assert result == child == {"read": False, "write": False, "home": False,
+                               "connect": False, "work": True}
+
+
+def test_the_memory_limit_comes_from_the_committed_policy(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    script = ("try:\n    block = bytearray(400 << 20)\n    print('allocated')\n"
+              "except MemoryError:\n    print('capped')\n")
+    root = sources / "hungry"
+    write(root / "recipe.yaml",
+          "name: hungry\ndescription: Allocates 400 MiB.\nexecution: sync\n"
+          "environment: python\nentrypoint: eat.py\nresult: A word.\n"
+          "effects: {filesystem: write, network: true}\ntimeout: 60\n")
+    write(root / "eat.py", script)
+    retain(Library(library), root)
+    first = cli(capsys, library, "run", "hungry", "--yes", "--json")
+    assert first.json["output"] == "allocated\n", first.out
+    commit_config_edit(library, "policy:\n", "policy:\n  run_memory_mb: 200\n")
+    capped = cli(capsys, library, "run", "hungry", "--json")
+    assert capped.json["output"] == "capped\n", capped.out
+    assert "rlimits" in capped.json["enforced"]["by"]
+
+
+def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    retain(Library(library), make_probe(sources, "probe-old", "none", False))
+    monkeypatch.setattr(enforcement, "kernel_support", lambda: Support(True, 0, False, False))
+    args = ["--arg", f"outside={targets['outside']}", "--arg", f"home={targets['home']}",
+            "--arg", f"port={server}"]
+    refused = cli(capsys, library, "run", "probe-old", "--yes", *args)
+    assert refused.code == 5
+    assert "filesystem: none (this kernel has no Landlock)" in refused.err
+    assert "network: false (neither user namespaces nor seccomp are available)" in refused.err
+    inspected = cli(capsys, library, "inspect", "probe-old", "--json").json
+    assert inspected["enforceable"] is False
+    assert len(inspected["not_enforceable"]) == 2
+    cli_ok(capsys, library, "expose", "probe-old")
+    status = cli(capsys, library, "status", "--json").json
+    assert [t["enforceable"] for t in status["tools"]] == [False]
+    assert "cannot be enforced here" in cli(capsys, library, "status").out
+    tools = cli_ok(capsys, library, "inspect", "tools", "--json").json["tools"]
+    assert tools[0]["not_enforceable"] == inspected["not_enforceable"]
+
+    commit_config_edit(library, "sources: {}\n", "sources: {}\nrun:\n  enforcement: best-effort\n")
+    ran = cli(capsys, library, "run", "probe-old", "--yes", "--json", *args)
+    assert ran.code == 0, ran.err
+    enforced = ran.json["enforced"]
+    assert enforced["filesystem"] is None and enforced["network"] is None
+    assert enforced["not_enforced"] == [
+        "filesystem: none (this kernel has no Landlock)",
+        "network: false (neither user namespaces nor seccomp are available)"]
+    assert json.loads(ran.json["output"])["read"] is True  # what best-effort means
+    record = cli(capsys, library, "runs", "--json").json["runs"][0]
+    assert record["enforced"] == enforced
+
+
+def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from librarian.errors import UsageError
+    from librarian.formats.config import load_library_config
+
+    with pytest.raises(UsageError, match="run.enforcement must be one of"):
+        load_library_config(b"librarian: 1\nname: x\nrun: {enforcement: lax}\n")
+    with pytest.raises(UsageError, match="run_memory_mb must be a whole number"):
+        load_library_config(b"librarian: 1\nname: x\npolicy: {run_memory_mb: 0}\n")
+    config = load_library_config(b"librarian: 1\nname: x\nrun: {enforcement: best-effort}\n"
+                                 b"policy: {run_processes: 64}\n")
+    assert config.best_effort and config.policy.run_processes == 64

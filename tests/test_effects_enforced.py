@@ -205,12 +205,13 @@ def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed
     inspected = cli(capsys, library, "inspect", "probe-old", "--json").json
     assert inspected["enforceable"] is False
     assert len(inspected["not_enforceable"]) == 2
-    cli_ok(capsys, library, "expose", "probe-old")
+    cli_ok(capsys, library, "expose", "probe-old", "--as", "prober")
     status = cli(capsys, library, "status", "--json").json
     assert [t["enforceable"] for t in status["tools"]] == [False]
     assert "cannot be enforced here" in cli(capsys, library, "status").out
-    tools = cli_ok(capsys, library, "inspect", "tools", "--json").json["tools"]
-    assert tools[0]["not_enforceable"] == inspected["not_enforceable"]
+    by_tool = cli_ok(capsys, library, "inspect", "prober", "--json").json
+    assert by_tool["not_enforceable"] == inspected["not_enforceable"]
+    assert "NOT enforceable here" in cli_ok(capsys, library, "inspect", "prober").out
 
     commit_config_edit(library, "sources: {}\n", "sources: {}\nrun:\n  enforcement: best-effort\n")
     ran = cli(capsys, library, "run", "probe-old", "--yes", "--json", *args)

@@ -61,6 +61,12 @@ def unenforceable(environment: str, effects: RecipeEffects | None,
     return tuple(missing)
 
 
+def enforces_everything(support: Support | None = None) -> bool:
+    """Whether this machine enforces any effects a recipe may declare (then no manifest
+    needs reading to know that a tool's are)."""
+    return not unenforceable("shell", RecipeEffects("none", False), support)
+
+
 def summary_enforceability(summary: Mapping[str, Any]
                            ) -> tuple[bool | None, tuple[str, ...]]:
     """Whether the recipe a manifest summary (``store.manifests.summarize``) describes

@@ -11,7 +11,6 @@ from librarian.core.model import MANIFEST_FILES
 from librarian.core.progress import counted
 from librarian.core.values import frozen
 from librarian.errors import LibrarianError, UsageError
-from librarian.gate.enforcement import summary_enforceability
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
 from librarian.ops.history import LogEntry, read_log
@@ -160,18 +159,7 @@ def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]
 def _tools(snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
     """Exposed tools with their contract (name, description, typed inputs, execution,
     effects) and whether the pin is current."""
-    tools = []
-    for contract in tool_contracts(snapshot):
-        document = dataclasses.asdict(contract)
-        enforceable: bool | None = None
-        missing: tuple[str, ...] = ()
-        if contract.status == "ok" and contract.environment is not None:
-            enforceable, missing = summary_enforceability(
-                {"kind": "recipe", "environment": contract.environment,
-                 "effects": contract.effects})
-        tools.append({**document, "enforceable": enforceable,
-                      "not_enforceable": list(missing)})
-    return tuple(tools)
+    return tuple(dataclasses.asdict(c) for c in tool_contracts(snapshot))
 
 
 def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:

@@ -55,7 +55,8 @@ class ItemReport:
 def inspect_item(library: Library, name: str) -> ItemReport:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
-        item = snapshot.find(name)
+        tool = snapshot.tools.get(name)  # a tool's name: its recipe
+        item = snapshot.find(name if tool is None or snapshot.taken_by(name) else tool.recipe)
         info = describe(snapshot, item, verbose=True)
         work = _work_tree_state(library, item)
         digests = DigestCache(library.cache_dir)

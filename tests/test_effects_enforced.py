@@ -6,10 +6,13 @@ the confinement; the refusal (exit 5) where the kernel cannot enforce, and best-
 from __future__ import annotations
 
 import json
+import os
+import sys
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import cli, cli_ok, commit_config_edit, write
@@ -237,3 +240,65 @@ def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[s
     config = load_library_config(b"librarian: 1\nname: x\nrun: {enforcement: best-effort}\n"
                                  b"policy: {run_processes: 64}\n")
     assert config.best_effort and config.policy.run_processes == 64
+
+
+def test_a_tool_called_over_mcp_is_confined_and_says_so(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str], tmp_path: Path,
+) -> None:
+    """The MCP server has threads: its runs go through the re-exec helper."""
+    mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    retain(Library(library), make_probe(sources, "offline", "none", False))
+    cli_ok(capsys, library, "expose", "offline")
+    cli_ok(capsys, library, "approve", "offline", "--yes")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "librarian", "--library", str(library), "mcp"],
+        env=dict(os.environ), cwd=str(tmp_path))
+    seen: dict[str, object] = {}
+
+    async def main() -> None:
+        with (tmp_path / "server.log").open("w") as log:
+            await serve(log)
+
+    async def serve(log: Any) -> None:
+        async with stdio_client(params, errlog=log) as (read, write_), ClientSession(
+                read, write_) as session:
+            await session.initialize()
+            with anyio.fail_after(60):
+                called = await session.call_tool("offline", {
+                    "outside": targets["outside"], "home": targets["home"], "port": server})
+                assert not called.is_error
+                seen.update(called.structured_content or {})
+
+    anyio.run(main)
+    assert mcp is not None
+    result = json.loads(str(seen["output"]))
+    child = result.pop("child")
+    assert result == child == {"read": False, "write": False, "home": False,
+                               "connect": False, "work": True}
+    enforced = seen["enforced"]
+    assert isinstance(enforced, dict)
+    assert enforced["filesystem"] == "none" and enforced["network"] is False
+
+
+def test_an_async_run_is_confined_by_its_supervisor(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str],
+) -> None:
+    retain(Library(library), make_probe(sources, "later", "read", False))
+    launched = cli(capsys, library, "run", "later", "--yes", "--async", "--json",
+                   "--arg", f"outside={targets['outside']}", "--arg",
+                   f"home={targets['home']}", "--arg", f"port={server}")
+    assert launched.code == 0, launched.err
+    assert launched.json["enforced"]["filesystem"] == "read"
+    waited = cli(capsys, library, "wait", launched.json["run_id"], "--json")
+    assert waited.code == 0, waited.out
+    result = json.loads(waited.json["output"])
+    child = result.pop("child")
+    assert result == child == {"read": True, "write": False, "home": True,
+                               "connect": False, "work": True}
+    assert waited.json["enforced"] == launched.json["enforced"]

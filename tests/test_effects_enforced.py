@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path

@@ -22,6 +22,7 @@ from librarian.core.manifests import RecipeEffects, RecipeManifest
 from librarian.core.model import Policy
 from librarian.core.values import frozen
 from librarian.gate.confine import RUNTIME_PATHS, Support, kernel_support
+from librarian.gate.environments import wasm_in_process
 
 #: Environments confined by this module (docker and wasm confine themselves).
 CONFINED_ENVIRONMENTS = ("shell", "python")
@@ -90,9 +91,10 @@ def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Pa
     if environment == "docker":
         return Plan(None, {"filesystem": filesystem, "network": network, "by": ["docker"],
                            "not_enforced": []})
-    if environment == "wasm":
-        return Plan(None, {"filesystem": filesystem, "network": False, "by": ["wasi"],
-                           "not_enforced": []})
+    if environment == "wasm":  # WASI: only the pre-opened directories, no sockets
+        runtime = "wasmtime" if wasm_in_process(program) else Path(program).name
+        return Plan(None, {"filesystem": filesystem, "network": False,
+                           "by": [f"wasi ({runtime})"], "not_enforced": []})
     support = kernel_support() if support is None else support
     missing = unenforceable(environment, manifest.effects, support)
     by: list[str] = ["rlimits"]
@@ -121,6 +123,18 @@ def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Pa
     result["by"] = by
     result["not_enforced"] = list(missing)
     return Plan(confinement, result)
+
+
+def wasm_preopens(manifest: RecipeManifest, inputs: Mapping[str, object],
+                  work: Path) -> list[tuple[str, str, bool]]:
+    """What a wasm run sees: its work directory (as ``.``, writable) and the directories
+    given as ``path`` inputs, at their own paths, writable only when declared so (WASI
+    opens directories only: a file given as a path input is not visible)."""
+    readable, writable = _paths(manifest, inputs)
+    preopens = [(str(work), ".", True)]
+    for paths, mutable in ((readable, False), (writable, True)):
+        preopens += [(path, path, mutable) for path in paths if Path(path).is_dir()]
+    return preopens
 
 
 def _paths(manifest: RecipeManifest, inputs: Mapping[str, object]

@@ -37,7 +37,7 @@ from typing import IO, Any, BinaryIO
 from librarian.core.faults import crash_point
 from librarian.core.fsutil import atomic_write
 from librarian.core.model import ItemFile
-from librarian.gate import confine
+from librarian.gate import confine, wasmrun
 from librarian.gate.checks import (
     Target,
     approve_target,
@@ -45,8 +45,14 @@ from librarian.gate.checks import (
     input_environment,
     resolve_target,
 )
-from librarian.gate.enforcement import plan
-from librarian.gate.environments import command_for, container_name, environment_availability
+from librarian.gate.enforcement import plan, wasm_preopens
+from librarian.gate.environments import (
+    command_for,
+    container_name,
+    environment_availability,
+    wasm_command,
+    wasm_in_process,
+)
 from librarian.gate.runs import (
     LAUNCH_GRACE_SECONDS,
     LAUNCHER_FILE,
@@ -68,6 +74,7 @@ from librarian.store.library import Library
 
 DEFAULT_TIMEOUT = 600  # seconds, for a recipe that declares none
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+IN_PROCESS_GRACE = 5.0  # seconds a wasm module has past its timeout to stop itself
 
 
 # -- starting a run -------------------------------------------------------------------
@@ -136,12 +143,21 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
         **input_environment(inputs),
     }
     program = environment_availability(target.manifest.environment).program or ""
-    argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
+    timeout = target.manifest.timeout or DEFAULT_TIMEOUT
+    in_process = target.manifest.environment == "wasm" and wasm_in_process(program)
+    if in_process:
+        entry = recipe_dir.joinpath(*target.manifest.entrypoint.split("/"))
+        argv = wasm_command(program, entry, wasm_preopens(target.manifest, inputs, work), env,
+                            timeout=timeout, memory_bytes=target.policy.run_memory_mb << 20)
+    else:
+        argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
     confinement = plan(target.manifest, target.policy, recipe_dir=recipe_dir, work=work,
                        tmp=tmp, inputs=inputs, program=program)
     spec: dict[str, object] = {
         "library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
         "scratch": str(scratch), "stdin": str(stdin), "confine": confinement.policy}
+    if in_process:  # the module is stopped at its timeout; the group is killed after
+        spec["timeout_exit"] = wasmrun.TIMEOUT_EXIT
     if target.manifest.environment == "docker":
         # A timeout or a kill of the client does not stop the container: kill it by name.
         spec["container"] = {"client": program, "name": container_name(run_id)}
@@ -149,7 +165,7 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
     record = RunRecord(
         run_id=run_id, name=target.name, entry=target.entry, recipe=target.item.path,
         digest=target.digest, mode=mode, status="launched" if mode == "async" else "running",
-        started=round(time.time(), 3), timeout=target.manifest.timeout or DEFAULT_TIMEOUT,
+        started=round(time.time(), 3), timeout=timeout,
         pid=None if mode == "async" else os.getpid(), enforced=dict(confinement.enforced),
     )
     if mode == "async":
@@ -258,9 +274,12 @@ def execute(
             if pipe is not None and sink is not None
         ]
         timed_out = False
+        # A wasm module stops itself at its timeout (epoch interruption); its process
+        # group is killed a little later if it has not.
+        grace = IN_PROCESS_GRACE if "timeout_exit" in spec else 0.0
         try:
             try:
-                process.wait(timeout=record.timeout)
+                process.wait(timeout=record.timeout + grace)
             except subprocess.TimeoutExpired:
                 timed_out = True
             kill_group(process.pid)
@@ -277,6 +296,9 @@ def execute(
                         duration=time.monotonic() - begun)
             raise
     duration = time.monotonic() - begun
+    stopped = spec.get("timeout_exit")  # how a wasm module stopped at its timeout exits
+    if stopped is not None and process.returncode == stopped and duration >= record.timeout:
+        timed_out = True
     if timed_out:
         return finish_run(library, run_dir, record, "timed_out", None, duration=duration,
                            reason=f"killed after the declared timeout of {record.timeout} s")

@@ -18,7 +18,7 @@ import pytest
 from helpers import cli, cli_ok, commit_config_edit, write
 
 from librarian.gate import enforcement
-from librarian.gate.confine import Support, kernel_support
+from librarian.gate.enforcement import Support, kernel_support
 from librarian.gate.runner import confined_start
 from librarian.ops.retention import retain
 from librarian.store.library import Library

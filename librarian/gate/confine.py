@@ -1,9 +1,12 @@
 """Confining a recipe's process on Linux to the effects its approved manifest declares.
 
-Standard library only (``ctypes``), so that it also runs as a script: ``python -I -S
-confine.py POLICY -- ARGV…`` applies ``POLICY`` (JSON) to itself and then ``execv``s
+Standard library only, and only its cheapest modules (no json, re, typing, dataclasses or
+pathlib: each costs milliseconds at start-up), so that it also runs as a script: ``python
+-I -S confine.py KEY=VALUE… -- ARGV…`` applies the policy to itself and then ``execv``s
 ``ARGV`` (the re-exec helper). ``apply`` is the same work as a ``preexec_fn``, used when the
-starting process has a single thread (docs/decisions.md, "Confining a run").
+starting process has a single thread (docs/decisions.md, "Confining a run"). What the
+kernel supports is probed here too (``landlock_abi``, ``userns_allowed``,
+``seccomp_allowed``); ``enforcement.py`` decides with it.
 
 What is applied, in this order:
 
@@ -23,17 +26,16 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import functools
-import json
 import os
 import resource
 import stat
 import struct
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the helper ~10 ms
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 # x86_64 and aarch64 share the Landlock numbers (they were added to every architecture).
 _SYS_LANDLOCK_CREATE_RULESET = 444
@@ -74,16 +76,6 @@ class ConfineError(Exception):
     """What was declared cannot be applied in this process."""
 
 
-@dataclass(frozen=True)
-class Support:
-    """What this kernel can enforce (probed once per process)."""
-
-    linux: bool
-    landlock_abi: int  # 0: no Landlock
-    userns: bool  # unprivileged user (and network) namespaces look allowed
-    seccomp: bool  # a seccomp filter for this architecture can be installed
-
-
 def _libc() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -91,28 +83,30 @@ def _libc() -> Any:
     return libc
 
 
-@functools.cache
-def kernel_support() -> Support:
-    """Probe the kernel: no process is started, only a version call and sysctl files."""
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none, or not Linux)."""
     if not sys.platform.startswith("linux"):
-        return Support(False, 0, False, False)
+        return 0
     try:
-        libc = _libc()
-        abi = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                               ctypes.c_uint32(_CREATE_RULESET_VERSION)))
+        abi = int(_libc().syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                                  ctypes.c_uint32(_CREATE_RULESET_VERSION)))
     except (OSError, AttributeError):
-        abi = -1
-    return Support(True, max(abi, 0), _userns_allowed(), _seccomp_allowed())
+        return 0
+    return max(abi, 0)
 
 
 def _read_int(path: str) -> int | None:
     try:
-        return int(Path(path).read_text().strip())
+        with open(path) as handle:  # noqa: PTH123  (no pathlib: see the docstring)
+            return int(handle.read().strip())
     except (OSError, ValueError):
         return None
 
 
-def _userns_allowed() -> bool:
+def userns_allowed() -> bool:
+    """Whether unprivileged user (and so network) namespaces look allowed."""
+    if not sys.platform.startswith("linux"):
+        return False
     if (_read_int("/proc/sys/user/max_user_namespaces") or 0) <= 0:
         return False
     if os.geteuid() == 0:
@@ -122,9 +116,11 @@ def _userns_allowed() -> bool:
     return _read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != 1
 
 
-def _seccomp_allowed() -> bool:
+def seccomp_allowed() -> bool:
+    """Whether a seccomp filter for this architecture can be installed."""
     try:
-        actions = Path("/proc/sys/kernel/seccomp/actions_avail").read_text().split()
+        with open("/proc/sys/kernel/seccomp/actions_avail") as handle:  # noqa: PTH123
+            actions = handle.read().split()
     except OSError:
         return False
     return "errno" in actions and os.uname().machine in _ARCH
@@ -252,22 +248,45 @@ def _allow(libc: Any, ruleset: int, path: str, rights: int, *, optional: bool) -
 # -- the re-exec helper ---------------------------------------------------------------
 
 
+_LISTS = ("read", "write")
+_NUMBERS = ("memory_bytes", "processes", "landlock_abi")
+
+
 def helper_argv(policy: Mapping[str, Any], argv: Sequence[str]) -> list[str]:
-    """The argv that confines itself to ``policy`` and then executes ``argv``."""
-    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()),
-            json.dumps(dict(policy), separators=(",", ":")), "--", *argv]
+    """The argv that confines itself to ``policy`` and then executes ``argv``: the policy
+    as ``KEY=VALUE`` arguments (a list key once per value), parsed without json."""
+    tokens = []
+    for key, value in policy.items():
+        if key in _LISTS:
+            tokens += [f"{key}={item}" for item in value]
+        elif value is not None:
+            tokens.append(f"{key}={value}")
+    return [sys.executable, "-I", "-S", os.path.realpath(__file__), *tokens, "--", *argv]
+
+
+def parse_policy(tokens: Sequence[str]) -> dict[str, Any]:
+    """``helper_argv``'s ``KEY=VALUE`` arguments back into a policy."""
+    policy: dict[str, Any] = {key: [] for key in _LISTS}
+    for token in tokens:
+        key, _, value = token.partition("=")
+        if key in _LISTS:
+            policy[key].append(value)
+        else:
+            policy[key] = int(value) if key in _NUMBERS else value
+    return policy
 
 
 def main(args: Sequence[str]) -> int:
-    if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: confine.py POLICY -- ARGV...\n")
+    if "--" not in args or args.index("--") == len(args) - 1:
+        sys.stderr.write("usage: confine.py KEY=VALUE... -- ARGV...\n")
         return 2
+    split = args.index("--")
     try:
-        apply(json.loads(args[0]))
+        apply(parse_policy(args[:split]))
     except (ConfineError, OSError, ValueError) as exc:
         sys.stderr.write(f"librarian: the run could not be confined: {exc}\n")
         return 126
-    program = list(args[2:])
+    program = list(args[split + 1:])
     try:
         os.execv(program[0], program)
     except OSError as exc:

@@ -13,6 +13,7 @@ builds the policy and the ``enforced`` document receipts and run records carry:
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,11 +22,28 @@ from typing import Any
 from librarian.core.manifests import RecipeEffects, RecipeManifest
 from librarian.core.model import Policy
 from librarian.core.values import frozen
-from librarian.gate.confine import RUNTIME_PATHS, Support, kernel_support
+from librarian.gate.confine import RUNTIME_PATHS, landlock_abi, seccomp_allowed, userns_allowed
 from librarian.gate.environments import wasm_in_process
 
 #: Environments confined by this module (docker and wasm confine themselves).
 CONFINED_ENVIRONMENTS = ("shell", "python")
+
+
+@frozen
+class Support:
+    """What this kernel can enforce."""
+
+    linux: bool
+    landlock_abi: int  # 0: no Landlock
+    userns: bool  # unprivileged user (and network) namespaces look allowed
+    seccomp: bool  # a seccomp filter for this architecture can be installed
+
+
+@functools.cache
+def kernel_support() -> Support:
+    """Probe the kernel once per process: a version call and sysctl files, no process."""
+    return Support(sys.platform.startswith("linux"), landlock_abi(), userns_allowed(),
+                   seccomp_allowed())
 
 
 @frozen

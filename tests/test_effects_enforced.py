@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from helpers import cli, cli_ok, commit_config_edit, write
+from hypothesis import given
+from hypothesis import strategies as st
 
 from librarian.gate import enforcement
 from librarian.gate.enforcement import Support, kernel_support
@@ -208,7 +210,9 @@ def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed
     inspected = cli(capsys, library, "inspect", "probe-old", "--json").json
     assert inspected["enforceable"] is False
     assert len(inspected["not_enforceable"]) == 2
-    cli_ok(capsys, library, "expose", "probe-old", "--as", "prober")
+    exposed = cli_ok(capsys, library, "expose", "probe-old", "--as", "prober", "--json").json
+    assert exposed["callable_now"] is False
+    assert "cannot be enforced here" in exposed["reason"]
     status = cli(capsys, library, "status", "--json").json
     assert [t["enforceable"] for t in status["tools"]] == [False]
     assert "cannot be enforced here" in cli(capsys, library, "status").out
@@ -302,3 +306,75 @@ def test_an_async_run_is_confined_by_its_supervisor(
     assert result == child == {"read": True, "write": False, "home": True,
                                "connect": False, "work": True}
     assert waited.json["enforced"] == launched.json["enforced"]
+
+
+WRITER = r"""import json, os, sys
+args = json.load(sys.stdin)
+for name in ("out", "src"):
+    try:
+        with open(os.path.join(args[name], "made.txt"), "w") as f:
+            f.write("written\n")
+        print(name, "writable")
+    except OSError:
+        print(name, "read-only")
+"""
+
+
+@pytest.mark.parametrize("filesystem", ["none", "read"])
+def test_only_the_path_inputs_declared_writable_are_writable(
+    library: Path, sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    filesystem: str,
+) -> None:
+    root = sources / "writer"
+    write(root / "recipe.yaml",
+          "name: writer\ndescription: Writes into its output.\nexecution: sync\n"
+          "environment: python\nentrypoint: w.py\ninputs:\n"
+          "  out: {type: path, required: true, writable: true}\n"
+          "  src: {type: path, required: true}\n"
+          f"result: Lines.\neffects: {{filesystem: {filesystem}, network: false}}\n")
+    write(root / "w.py", WRITER)
+    retain(Library(library), root)
+    out, src = tmp_path / "given" / "out", tmp_path / "given" / "src"
+    out.mkdir(parents=True)
+    src.mkdir()
+    ran = cli(capsys, library, "run", "writer", "--yes", "--json", "--arg", f"out={out}",
+              "--arg", f"src={src}")
+    assert ran.code == 0, ran.out + ran.err
+    assert ran.json["output"] == "out writable\nsrc read-only\n"
+    assert (out / "made.txt").exists() and not (src / "made.txt").exists()
+
+
+def test_only_a_path_input_can_be_declared_writable() -> None:
+    from librarian.errors import UsageError
+    from librarian.formats.recipe import parse_recipe
+
+    base = ("name: w\ndescription: W.\nexecution: sync\nenvironment: shell\n"
+            "entrypoint: run.sh\ninputs:\n")
+    with pytest.raises(UsageError) as caught:
+        parse_recipe((base + "  n: {type: string, writable: true}\n").encode(), "w")
+    assert "inputs.n.writable: only a path input can be writable" in str(caught.value.problems)
+    with pytest.raises(UsageError) as caught:
+        parse_recipe((base + "  p: {type: path, writable: 1}\n").encode(), "w")
+    assert "inputs.p.writable: must be true or false, got integer" in str(caught.value.problems)
+    manifest = parse_recipe((base + "  p: {type: path, writable: true}\n").encode(), "w")
+    assert manifest.inputs[0].writable
+
+
+paths = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_size=1), max_size=4)
+
+
+@given(read=paths, write=paths, filesystem=st.sampled_from([None, "none", "read"]),
+       memory=st.integers(1, 1 << 40), abi=st.integers(0, 9))
+def test_the_helper_reads_back_the_policy_it_was_given(
+    read: list[str], write: list[str], filesystem: str | None, memory: int, abi: int,
+) -> None:
+    from librarian.gate.confine import helper_argv, parse_policy
+
+    policy = {"filesystem": filesystem, "read": read, "write": write, "network": "deny",
+              "isolate": "netns", "memory_bytes": memory, "processes": 64,
+              "landlock_abi": abi}
+    argv = helper_argv(policy, ["/bin/sh", "--", "x=y"])
+    split = argv.index("--")
+    assert argv[split + 1:] == ["/bin/sh", "--", "x=y"]
+    expected = {k: v for k, v in policy.items() if v is not None}
+    assert parse_policy(argv[4:split]) == expected

@@ -26,7 +26,7 @@ from librarian.ops.retention import retain
 from librarian.store.library import Library
 
 SUPPORT = kernel_support()
-pytestmark = pytest.mark.skipif(
+enforcing = pytest.mark.skipif(
     SUPPORT.landlock_abi < 4 or not (SUPPORT.userns or SUPPORT.seccomp),
     reason="this kernel cannot enforce effects (needs Landlock ABI >= 4)")
 
@@ -52,9 +52,13 @@ def append():
 def connect():
     socket.create_connection(("127.0.0.1", int(args["port"])), timeout=5).close()
 
+def unix():
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(args["unix"])
+
 result = {"read": attempt(read), "write": attempt(append),
           "home": attempt(lambda: os.listdir(args["home"])),
-          "connect": attempt(connect),
+          "connect": attempt(connect), "unix": attempt(unix),
           "work": attempt(lambda: open("scratch.txt", "w").close())}
 if len(sys.argv) == 1:
     child = subprocess.run([sys.executable, "-s", "-E", __file__, "child"],
@@ -67,6 +71,7 @@ INPUTS = """inputs:
   outside: {type: string, required: true}
   home: {type: string, required: true}
   port: {type: integer, required: true}
+  unix: {type: string, required: true}
 """
 
 
@@ -82,22 +87,22 @@ def make_probe(base: Path, name: str, filesystem: str, network: bool,
     return root
 
 
+def _serve(listener: socket.socket, stop: threading.Event) -> None:
+    listener.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            connection, _ = listener.accept()
+        except TimeoutError:
+            continue
+        connection.close()
+
+
 @pytest.fixture
 def server() -> Iterator[int]:
     """A TCP server on 127.0.0.1 that accepts and closes; yields its port."""
     listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
     stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                continue
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
+    thread = threading.Thread(target=_serve, args=(listener, stop), daemon=True)
     thread.start()
     yield listener.getsockname()[1]
     stop.set()
@@ -106,21 +111,34 @@ def server() -> Iterator[int]:
 
 
 @pytest.fixture
-def targets(tmp_path: Path, isolated_environment: Path) -> dict[str, str]:
-    """A file outside any run, and the (fake) home holding a key."""
+def targets(tmp_path: Path, isolated_environment: Path) -> Iterator[dict[str, str]]:
+    """A file outside any run, the (fake) home holding a key, and a unix socket server
+    (as a local daemon listens)."""
     outside = write(tmp_path / "elsewhere" / "notes.txt", "private\n")
     write(isolated_environment / ".ssh" / "id_ed25519", "KEY\n")
-    return {"outside": str(outside), "home": str(isolated_environment)}
+    path = tmp_path / "daemon.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    stop = threading.Event()
+    thread = threading.Thread(target=_serve, args=(listener, stop), daemon=True)
+    thread.start()
+    yield {"outside": str(outside), "home": str(isolated_environment), "unix": str(path)}
+    stop.set()
+    thread.join()
+    listener.close()
 
 
 def run_probe(capsys: pytest.CaptureFixture[str], library: Path, name: str,
               targets: dict[str, str], port: int) -> tuple[dict[str, object], dict[str, object]]:
-    result = cli(capsys, library, "run", name, "--yes", "--json", "--arg",
-                 f"outside={targets['outside']}", "--arg", f"home={targets['home']}",
-                 "--arg", f"port={port}")
+    result = cli(capsys, library, "run", name, "--yes", "--json", *probe_args(targets, port))
     assert result.code == 0, result.out + result.err
     doc = result.json
     return json.loads(doc["output"]), doc["enforced"]
+
+
+def probe_args(targets: dict[str, str], port: int) -> list[str]:
+    return [f"--arg={key}={value}" for key, value in (*targets.items(), ("port", port))]
 
 
 EXPECTED = {  # filesystem -> (read outside, write outside, list the home)
@@ -130,6 +148,7 @@ EXPECTED = {  # filesystem -> (read outside, write outside, list the home)
 }
 
 
+@enforcing
 @pytest.mark.parametrize("network", [False, True])
 @pytest.mark.parametrize("filesystem", ["none", "read", "write"])
 def test_a_run_gets_exactly_the_declared_authority_and_its_children_too(
@@ -142,7 +161,7 @@ def test_a_run_gets_exactly_the_declared_authority_and_its_children_too(
     result, enforced = run_probe(capsys, library, name, targets, server)
     can_read, can_write, can_list_home = EXPECTED[filesystem]
     expected = {"read": can_read, "write": can_write, "home": can_list_home,
-                "connect": network, "work": True}
+                "connect": network, "unix": network, "work": True}
     child = result.pop("child")
     assert result == expected
     assert child == expected  # inherited by what the recipe starts
@@ -152,6 +171,7 @@ def test_a_run_gets_exactly_the_declared_authority_and_its_children_too(
     assert ("landlock" in enforced["by"]) is (filesystem != "write" or not network)
 
 
+@enforcing
 def test_a_threaded_caller_confines_through_the_helper(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
     targets: dict[str, str],
@@ -159,7 +179,7 @@ def test_a_threaded_caller_confines_through_the_helper(
     """With another thread running, the confinement is applied by the re-exec helper
     (not between fork and exec), and holds the same."""
     retain(Library(library), make_probe(sources, "probe-threaded", "none", False))
-    policy = {"network": "deny", "isolate": "netns", "landlock_abi": 4}
+    policy = {"network": "deny", "netns": True, "landlock_abi": 4}
     idle = threading.Event()
     thread = threading.Thread(target=idle.wait, daemon=True)
     thread.start()
@@ -172,7 +192,7 @@ def test_a_threaded_caller_confines_through_the_helper(
         thread.join()
     child = result.pop("child")
     assert result == child == {"read": False, "write": False, "home": False,
-                               "connect": False, "work": True}
+                               "connect": False, "unix": False, "work": True}
 
 
 def test_the_memory_limit_comes_from_the_committed_policy(
@@ -201,8 +221,7 @@ def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed
 ) -> None:
     retain(Library(library), make_probe(sources, "probe-old", "none", False))
     monkeypatch.setattr(enforcement, "kernel_support", lambda: Support(True, 0, False, False))
-    args = ["--arg", f"outside={targets['outside']}", "--arg", f"home={targets['home']}",
-            "--arg", f"port={server}"]
+    args = probe_args(targets, server)
     refused = cli(capsys, library, "run", "probe-old", "--yes", *args)
     assert refused.code == 5
     assert "filesystem: none (this kernel has no Landlock)" in refused.err
@@ -246,6 +265,7 @@ def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[s
     assert config.best_effort and config.policy.run_processes == 64
 
 
+@enforcing
 def test_a_tool_called_over_mcp_is_confined_and_says_so(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
     targets: dict[str, str], tmp_path: Path,
@@ -273,8 +293,7 @@ def test_a_tool_called_over_mcp_is_confined_and_says_so(
                 read, write_) as session:
             await session.initialize()
             with anyio.fail_after(60):
-                called = await session.call_tool("offline", {
-                    "outside": targets["outside"], "home": targets["home"], "port": server})
+                called = await session.call_tool("offline", {**targets, "port": server})
                 assert not called.is_error
                 seen.update(called.structured_content or {})
 
@@ -283,20 +302,20 @@ def test_a_tool_called_over_mcp_is_confined_and_says_so(
     result = json.loads(str(seen["output"]))
     child = result.pop("child")
     assert result == child == {"read": False, "write": False, "home": False,
-                               "connect": False, "work": True}
+                               "connect": False, "unix": False, "work": True}
     enforced = seen["enforced"]
     assert isinstance(enforced, dict)
     assert enforced["filesystem"] == "none" and enforced["network"] is False
 
 
+@enforcing
 def test_an_async_run_is_confined_by_its_supervisor(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
     targets: dict[str, str],
 ) -> None:
     retain(Library(library), make_probe(sources, "later", "read", False))
     launched = cli(capsys, library, "run", "later", "--yes", "--async", "--json",
-                   "--arg", f"outside={targets['outside']}", "--arg",
-                   f"home={targets['home']}", "--arg", f"port={server}")
+                   *probe_args(targets, server))
     assert launched.code == 0, launched.err
     assert launched.json["enforced"]["filesystem"] == "read"
     waited = cli(capsys, library, "wait", launched.json["run_id"], "--json")
@@ -304,7 +323,7 @@ def test_an_async_run_is_confined_by_its_supervisor(
     result = json.loads(waited.json["output"])
     child = result.pop("child")
     assert result == child == {"read": True, "write": False, "home": True,
-                               "connect": False, "work": True}
+                               "connect": False, "unix": False, "work": True}
     assert waited.json["enforced"] == launched.json["enforced"]
 
 
@@ -320,6 +339,7 @@ for name in ("out", "src"):
 """
 
 
+@enforcing
 @pytest.mark.parametrize("filesystem", ["none", "read"])
 def test_only_the_path_inputs_declared_writable_are_writable(
     library: Path, sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -371,7 +391,7 @@ def test_the_helper_reads_back_the_policy_it_was_given(
     from librarian.gate.confine import helper_argv, parse_policy
 
     policy = {"filesystem": filesystem, "read": read, "write": write, "network": "deny",
-              "isolate": "netns", "memory_bytes": memory, "processes": 64,
+              "netns": True, "seccomp": False, "memory_bytes": memory, "processes": 64,
               "landlock_abi": abi}
     argv = helper_argv(policy, ["/bin/sh", "--", "x=y"])
     split = argv.index("--")

@@ -12,9 +12,10 @@ What is applied, in this order:
 
 1. rlimits: ``RLIMIT_AS`` (memory) and ``RLIMIT_NPROC`` (processes, counted per user);
 2. ``PR_SET_NO_NEW_PRIVS`` (Landlock and seccomp need it; nothing gains privileges by exec);
-3. ``network: deny``: a fresh user and network namespace (``unshare``), where unprivileged
-   user namespaces are allowed, else a seccomp filter that refuses ``socket`` for every
-   family but ``AF_UNIX`` (and ``io_uring_setup``);
+3. ``network: deny``: a fresh user and network namespace (``unshare``) where
+   unprivileged user namespaces are allowed, and a seccomp filter that refuses
+   ``socket()`` for every family (unix sockets too) and ``io_uring_setup`` where seccomp
+   is available (at least one of the two);
 4. Landlock (its three system calls): filesystem rules for ``none`` and ``read``, TCP
    bind and connect denied for ``network: deny`` (ABI >= 4), abstract unix sockets and
    signals scoped to the run (ABI >= 6).
@@ -146,11 +147,12 @@ def apply(policy: Mapping[str, Any]) -> None:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise ConfineError(f"no_new_privs: {os.strerror(ctypes.get_errno())}")
     if deny_network:
-        how = policy.get("isolate", "netns")
-        if how == "netns":
+        if policy.get("netns"):
             _new_network_namespace(libc)
-        else:
+        if policy.get("seccomp"):
             _seccomp_no_sockets(libc)
+        if not policy.get("netns") and not policy.get("seccomp"):
+            raise ConfineError("network: deny names neither netns nor seccomp")
     if filesystem is not None or (deny_network and abi >= 4):
         _landlock(libc, abi, filesystem, deny_network,
                   read=policy.get("read", ()), write=policy.get("write", ()))
@@ -171,18 +173,22 @@ def _new_network_namespace(libc: Any) -> None:
 
 
 def _seccomp_no_sockets(libc: Any) -> None:
+    """Refuse ``socket()`` for every family (``EACCES``), and ``io_uring_setup``
+    (``io_uring`` can open sockets without the system call). ``socketpair()`` stays: a
+    connected pair reaches nobody. This also closes what neither namespace nor Landlock
+    close: connecting to a named or abstract unix socket (a daemon's)."""
     machine = os.uname().machine
     if machine not in _ARCH:
         raise ConfineError(f"no seccomp filter for {machine}")
     arch, socket_nr, uring_nr, _ = _ARCH[machine]
     allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    # Jumps count from the next instruction. Another ABI (i386 calls), x32 calls and
-    # io_uring are refused; socket() only for AF_UNIX; everything else is allowed.
-    code = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny),      # 0-2
-            (ld, 0, 0, 0), (jge, 6, 0, 0x40000000), (jeq, 5, 0, uring_nr),  # 3-5
-            (jeq, 0, 3, socket_nr), (ld, 0, 0, 16), (jeq, 1, 0, 1),   # 6-8
-            (ret, 0, 0, deny), (ret, 0, 0, allow), (ret, 0, 0, deny)]  # 9-11
+    # Jumps count from the next instruction. Another ABI (i386 calls) and x32 calls are
+    # refused whole.
+    code = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny),          # 0-2
+            (ld, 0, 0, 0), (jge, 3, 0, 0x40000000),                       # 3-4
+            (jeq, 2, 0, uring_nr), (jeq, 1, 0, socket_nr),                # 5-6
+            (ret, 0, 0, allow), (ret, 0, 0, deny)]                        # 7-8
     filters = b"".join(struct.pack("HBBI", *instruction) for instruction in code)
     buffer = ctypes.create_string_buffer(filters)
     prog = struct.pack("HxxxxxxP", len(code), ctypes.addressof(buffer))
@@ -249,7 +255,7 @@ def _allow(libc: Any, ruleset: int, path: str, rights: int, *, optional: bool) -
 
 
 _LISTS = ("read", "write")
-_NUMBERS = ("memory_bytes", "processes", "landlock_abi")
+_NUMBERS = ("memory_bytes", "processes", "landlock_abi", "netns", "seccomp")
 
 
 def helper_argv(policy: Mapping[str, Any], argv: Sequence[str]) -> list[str]:
@@ -259,6 +265,8 @@ def helper_argv(policy: Mapping[str, Any], argv: Sequence[str]) -> list[str]:
     for key, value in policy.items():
         if key in _LISTS:
             tokens += [f"{key}={item}" for item in value]
+        elif isinstance(value, bool):
+            tokens.append(f"{key}={int(value)}")
         elif value is not None:
             tokens.append(f"{key}={value}")
     return [sys.executable, "-I", "-S", os.path.realpath(__file__), *tokens, "--", *argv]

@@ -131,9 +131,9 @@ def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Pa
             result["filesystem"] = None
     if not network:
         if support.userns or support.seccomp:
-            confinement["network"] = "deny"
-            confinement["isolate"] = "netns" if support.userns else "seccomp"
-            by.append("network namespace" if support.userns else "seccomp")
+            confinement.update(network="deny", netns=support.userns, seccomp=support.seccomp)
+            by += [name for name, present in (("network namespace", support.userns),
+                                              ("seccomp", support.seccomp)) if present]
             if support.landlock_abi >= 4 and "landlock" not in by:
                 by.append("landlock")
         else:

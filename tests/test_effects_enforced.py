@@ -398,3 +398,20 @@ def test_the_helper_reads_back_the_policy_it_was_given(
     assert argv[split + 1:] == ["/bin/sh", "--", "x=y"]
     expected = {k: v for k, v in policy.items() if v is not None}
     assert parse_policy(argv[4:split]) == expected
+
+
+@enforcing
+@pytest.mark.skipif(not SUPPORT.userns, reason="no unprivileged user namespaces here")
+def test_without_seccomp_a_network_namespace_stands_in(
+    library: Path, sources: Path, capsys: pytest.CaptureFixture[str], server: int,
+    targets: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(enforcement, "kernel_support",
+                        lambda: Support(True, 3, True, False))  # no TCP rules, no seccomp
+    retain(Library(library), make_probe(sources, "namespaced", "write", False))
+    result, enforced = run_probe(capsys, library, "namespaced", targets, server)
+    assert enforced["by"] == ["rlimits", "network namespace"]
+    child = result.pop("child")
+    # no route out; a named unix socket is not separated by a namespace (documented)
+    assert result == child == {"read": True, "write": True, "home": True,
+                               "connect": False, "unix": True, "work": True}

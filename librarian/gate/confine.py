@@ -12,10 +12,9 @@ What is applied, in this order:
 
 1. rlimits: ``RLIMIT_AS`` (memory) and ``RLIMIT_NPROC`` (processes, counted per user);
 2. ``PR_SET_NO_NEW_PRIVS`` (Landlock and seccomp need it; nothing gains privileges by exec);
-3. ``network: deny``: a fresh user and network namespace (``unshare``) where
-   unprivileged user namespaces are allowed, and a seccomp filter that refuses
-   ``socket()`` for every family (unix sockets too) and ``io_uring_setup`` where seccomp
-   is available (at least one of the two);
+3. ``network: deny``: a seccomp filter that refuses ``socket()`` for every family (unix
+   sockets too) and ``io_uring_setup``; where seccomp is not available, a fresh user and
+   network namespace (``unshare``) instead (either or both, as the policy says);
 4. Landlock (its three system calls): filesystem rules for ``none`` and ``read``, TCP
    bind and connect denied for ``network: deny`` (ABI >= 4), abstract unix sockets and
    signals scoped to the run (ABI >= 6).

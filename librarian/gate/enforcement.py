@@ -131,9 +131,11 @@ def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Pa
             result["filesystem"] = None
     if not network:
         if support.userns or support.seccomp:
-            confinement.update(network="deny", netns=support.userns, seccomp=support.seccomp)
-            by += [name for name, present in (("network namespace", support.userns),
-                                              ("seccomp", support.seccomp)) if present]
+            # seccomp refuses every socket(); a network namespace only where it cannot
+            # (a user namespace widens what the recipe can reach in the kernel).
+            confinement.update(network="deny", seccomp=support.seccomp,
+                               netns=not support.seccomp)
+            by.append("seccomp" if support.seccomp else "network namespace")
             if support.landlock_abi >= 4 and "landlock" not in by:
                 by.append("landlock")
         else:

@@ -250,6 +250,10 @@ def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed
     assert json.loads(ran.json["output"])["read"] is True  # what best-effort means
     record = cli(capsys, library, "runs", "--json").json["runs"][0]
     assert record["enforced"] == enforced
+    told = cli(capsys, library, "run", "probe-old", *args)
+    assert told.code == 0
+    assert ("librarian: not enforced (run: {enforcement: best-effort}): filesystem: none "
+            "(this kernel has no Landlock)") in told.err
 
 
 def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -122,6 +122,14 @@ def launched_text(record: RunRecord) -> str:
             f"  `librarian wait {record.run_id}` for its result")
 
 
+def not_enforced_text(record: RunRecord) -> str | None:
+    """The line on stderr naming what a best-effort run declared but did not get."""
+    skipped = (record.enforced or {}).get("not_enforced") or []
+    if not skipped:
+        return None
+    return "librarian: not enforced (run: {enforcement: best-effort}): " + "; ".join(skipped)
+
+
 def run_end_text(record: RunRecord) -> str | None:
     """The line on stderr after a run that did not succeed (None after one that did)."""
     if not record.terminal:

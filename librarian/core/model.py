@@ -36,7 +36,8 @@ class Policy:
     conformance: Conformance = "warn"
     #: ``sha256:<hex>`` of matched text the secret scan must let through
     allowed_secrets: tuple[str, ...] = ()
-    #: the address space (``RLIMIT_AS``) and process count (``RLIMIT_NPROC``) of a run
+    #: the writable memory (``RLIMIT_DATA``) of each process of a run and the user's
+    #: process count (``RLIMIT_NPROC``)
     run_memory_mb: int = 4096
     run_processes: int = 4096
 

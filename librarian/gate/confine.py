@@ -10,7 +10,8 @@ kernel supports is probed here too (``landlock_abi``, ``userns_allowed``,
 
 What is applied, in this order:
 
-1. rlimits: ``RLIMIT_AS`` (memory) and ``RLIMIT_NPROC`` (processes, counted per user);
+1. rlimits: ``RLIMIT_DATA`` (writable memory, per process) and ``RLIMIT_NPROC``
+   (processes, counted per user);
 2. ``PR_SET_NO_NEW_PRIVS`` (Landlock and seccomp need it; nothing gains privileges by exec);
 3. ``network: deny``: a seccomp filter that refuses ``socket()`` for every family (unix
    sockets too) and ``io_uring_setup``; where seccomp is not available, a fresh user and
@@ -67,7 +68,11 @@ _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | (1 << 14) | (1 << 15)  # + 
 RUNTIME_PATHS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
                  "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
                  "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-                 "/dev/urandom", "/dev/random")
+                 "/dev/urandom", "/dev/random",
+                 # what a networked run resolves names and checks certificates with
+                 "/etc/resolv.conf", "/run/systemd/resolve", "/etc/hosts", "/etc/host.conf",
+                 "/etc/gai.conf", "/etc/services", "/etc/protocols", "/etc/ssl",
+                 "/etc/ca-certificates", "/etc/pki")
 #: Devices every run may write (a shell redirects to /dev/null).
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
 
@@ -134,7 +139,9 @@ def apply(policy: Mapping[str, Any]) -> None:
     part of it cannot be applied (nothing is then executed)."""
     memory, processes = policy.get("memory_bytes"), policy.get("processes")
     if isinstance(memory, int):
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        # DATA, not AS: it counts what a process can make writable (heap, anonymous and
+        # private writable mappings), not the address ranges runtimes reserve up front.
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     if isinstance(processes, int):
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     filesystem = policy.get("filesystem")

@@ -42,13 +42,12 @@ if TYPE_CHECKING:
 _SYS_LANDLOCK_CREATE_RULESET = 444
 _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
-_ARCH = {  # machine -> (seccomp audit arch, socket, io_uring_setup, unshare)
-    "x86_64": (0xC000003E, 41, 425, 272),
-    "aarch64": (0xC00000B7, 198, 425, 97),
+_ARCH = {  # machine -> (seccomp audit arch, socket, io_uring_setup)
+    "x86_64": (0xC000003E, 41, 425),
+    "aarch64": (0xC00000B7, 198, 425),
 }
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
-_RULE_NET_PORT = 2
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -141,9 +140,9 @@ def apply(policy: Mapping[str, Any]) -> None:
     if isinstance(memory, int):
         # DATA, not AS: it counts what a process can make writable (heap, anonymous and
         # private writable mappings), not the address ranges runtimes reserve up front.
-        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+        _lower(resource.RLIMIT_DATA, memory)
     if isinstance(processes, int):
-        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        _lower(resource.RLIMIT_NPROC, processes)
     filesystem = policy.get("filesystem")
     deny_network = policy.get("network") == "deny"
     abi = int(policy.get("landlock_abi") or 0)
@@ -162,6 +161,15 @@ def apply(policy: Mapping[str, Any]) -> None:
     if filesystem is not None or (deny_network and abi >= 4):
         _landlock(libc, abi, filesystem, deny_network,
                   read=policy.get("read", ()), write=policy.get("write", ()))
+
+
+def _lower(kind: int, value: int) -> None:
+    """Set both limits to ``value``, or to the hard limit already lower than it (an
+    unprivileged process cannot raise it)."""
+    _, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
 
 
 def _new_network_namespace(libc: Any) -> None:
@@ -186,7 +194,7 @@ def _seccomp_no_sockets(libc: Any) -> None:
     machine = os.uname().machine
     if machine not in _ARCH:
         raise ConfineError(f"no seccomp filter for {machine}")
-    arch, socket_nr, uring_nr, _ = _ARCH[machine]
+    arch, socket_nr, uring_nr = _ARCH[machine]
     allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     # Jumps count from the next instruction. Another ABI (i386 calls) and x32 calls are

@@ -258,7 +258,7 @@ def test_a_kernel_that_cannot_enforce_is_refused_unless_best_effort_is_committed
 
 def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from librarian.errors import UsageError
-    from librarian.formats.config import load_library_config
+    from librarian.formats.config import dump_library_config, load_library_config
 
     with pytest.raises(UsageError, match="run.enforcement must be one of"):
         load_library_config(b"librarian: 1\nname: x\nrun: {enforcement: lax}\n")
@@ -267,6 +267,12 @@ def test_best_effort_is_validated(library: Path, capsys: pytest.CaptureFixture[s
     config = load_library_config(b"librarian: 1\nname: x\nrun: {enforcement: best-effort}\n"
                                  b"policy: {run_processes: 64}\n")
     assert config.best_effort and config.policy.run_processes == 64
+    written = dump_library_config(config)
+    assert b"enforcement: best-effort" in written and b"run_processes: 64" in written
+    assert b"run_memory_mb" not in written  # a default is not written
+    again = load_library_config(written)
+    assert again.best_effort and again.policy == config.policy
+    assert b"run:" not in dump_library_config(load_library_config(b"librarian: 1\nname: x\n"))
 
 
 @enforcing

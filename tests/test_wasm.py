@@ -93,7 +93,7 @@ def test_a_module_reads_its_preopened_directory_and_nothing_outside(
     # the work directory and the input are the only directories it has
     assert rest == "hello from the shared directory\ndenied\ndenied\ndenied\n"
     assert "SECRET" not in output
-    assert ran.json["enforced"]["by"] == ["wasi (wasmtime)"]
+    assert ran.json["enforced"]["by"][0] == "wasi (wasmtime)"  # and its host confined
     assert ran.json["enforced"]["network"] is False
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from librarian.core.manifests import RecipeEffects, RecipeManifest
 from librarian.core.model import Policy
 from librarian.core.values import frozen
 from librarian.gate.confine import RUNTIME_PATHS, landlock_abi, seccomp_allowed, userns_allowed
-from librarian.gate.environments import wasm_in_process
+from librarian.gate.environments import wasm_host_paths, wasm_in_process
 
 #: Environments confined by this module (docker and wasm confine themselves).
 CONFINED_ENVIRONMENTS = ("shell", "python")
@@ -103,16 +104,29 @@ def plan(manifest: RecipeManifest, policy: Policy, *, recipe_dir: Path, work: Pa
          tmp: Path, inputs: Mapping[str, object], program: str,
          support: Support | None = None) -> Plan:
     """The confinement of a shell or python run (everything enforceable, the rest named
-    in ``not_enforced``); docker and wasm runs are described, not confined here."""
+    in ``not_enforced``), and of the process hosting a wasm module (its memory is the
+    store's to cap); docker and CLI wasm runs are described, not confined here."""
     filesystem, network = declared(manifest.effects)
     environment = manifest.environment
     if environment == "docker":
         return Plan(None, {"filesystem": filesystem, "network": network, "by": ["docker"],
                            "not_enforced": []})
     if environment == "wasm":  # WASI: only the pre-opened directories, no sockets
-        runtime = "wasmtime" if wasm_in_process(program) else Path(program).name
-        return Plan(None, {"filesystem": filesystem, "network": False,
-                           "by": [f"wasi ({runtime})"], "not_enforced": []})
+        if not wasm_in_process(program):
+            return Plan(None, {"filesystem": filesystem, "network": False,
+                               "by": [f"wasi ({Path(program).name})"], "not_enforced": []})
+        # The python process hosting the module is confined too, as far as the kernel
+        # can (beyond what WASI guarantees): it needs no file outside the run, no socket.
+        host = plan(replace(manifest, environment="python",
+                            effects=RecipeEffects("none", False)), policy,
+                    recipe_dir=recipe_dir, work=work, tmp=tmp, inputs=inputs,
+                    program=program, support=support)
+        hosting = {k: v for k, v in (host.policy or {}).items() if k != "memory_bytes"}
+        if "read" in hosting:  # the runner script and the package, wherever installed
+            hosting["read"] = [*hosting["read"], *wasm_host_paths()]
+        mechanisms = ["wasi (wasmtime)", *(m for m in host.enforced["by"] if m != "rlimits")]
+        return Plan(hosting or None, {"filesystem": filesystem, "network": False,
+                                      "by": mechanisms, "not_enforced": []})
     support = kernel_support() if support is None else support
     missing = unenforceable(environment, manifest.effects, support)
     by: list[str] = ["rlimits"]

@@ -175,6 +175,16 @@ def wasm_in_process(program: str) -> bool:
     return program == sys.executable
 
 
+def wasm_host_paths() -> list[str]:
+    """What the python process hosting a module reads besides the interpreter: the
+    runner script and the wasmtime package."""
+    paths = [str(Path(__file__).with_name("wasmrun.py"))]
+    spec = importlib.util.find_spec("wasmtime")
+    if spec is not None:
+        paths += list(spec.submodule_search_locations or ())
+    return paths
+
+
 def wasm_command(program: str, entry: Path, preopen: Sequence[tuple[str, str, bool]],
                  env: Mapping[str, str], *, timeout: int, memory_bytes: int) -> list[str]:
     """``python -I wasmrun.py CONFIG``: the module with only ``preopen`` (host, guest,

@@ -114,7 +114,8 @@ def call_tool(library: Library, name: str, arguments: Mapping[str, Any] | None,
     record = start_run(library, name, raw_arguments(arguments), approve_now=False, cwd=cwd)
     if record.mode == "async" and not record.terminal:
         document = {"kind": "run_launched", "run_id": record.run_id, "name": record.name,
-                    "status": record.status, "digest": record.digest}
+                    "status": record.status, "digest": record.digest,
+                    "enforced": record.enforced}
         return ToolOutcome(f"launched run {record.run_id} ({record.name}); call "
                            f"wait_run or run_status with run_id {record.run_id}", document,
                            False)

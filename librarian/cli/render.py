@@ -69,7 +69,8 @@ def run_json(record: RunRecord) -> dict[str, Any]:
     document["path"] = document.pop("recipe")
     return {key: document[key] for key in ("run_id", "name", "entry", "path", "digest",
                                            "mode", "status", "started", "ended",
-                                           "duration", "exit_code", "timeout", "reason")}
+                                           "duration", "exit_code", "timeout", "reason",
+                                           "enforced")}
 
 
 def pruned_text(pruned: tuple[RunRecord, ...]) -> str:
@@ -121,6 +122,14 @@ def launched_text(record: RunRecord) -> str:
             f"  `librarian wait {record.run_id}` for its result")
 
 
+def not_enforced_text(record: RunRecord) -> str | None:
+    """The line on stderr naming what a best-effort run declared but did not get."""
+    skipped = (record.enforced or {}).get("not_enforced") or []
+    if not skipped:
+        return None
+    return "librarian: not enforced (run: {enforcement: best-effort}): " + "; ".join(skipped)
+
+
 def run_end_text(record: RunRecord) -> str | None:
     """The line on stderr after a run that did not succeed (None after one that did)."""
     if not record.terminal:
@@ -137,6 +146,9 @@ def status_text(report: StatusReport) -> str:
     lines += [f"{f.status:<10} {f.path}" for f in report.files if f.status != "clean"]
     lines += [f"{'stale':<10} tool {t.name} ({t.reason})" for t in report.tools
               if t.status == "stale"]
+    lines += [f"{'unenforced':<10} tool {t.name}: its effects cannot be enforced here "
+              f"({'; '.join(t.not_enforceable)})" for t in report.tools
+              if t.enforceable is False]
     if report.interrupted:
         lines.insert(0, "interrupted: a change was cut short and is pending")
     if not lines:
@@ -176,6 +188,9 @@ def inventory_text(inventory: Inventory, verbose: bool) -> str:
             network = "network" if effects.get("network") else "no network"
             lines.append(f"        {tool['execution']} {tool['environment']}; inputs ({inputs});"
                          f" effects: filesystem {effects.get('filesystem')}, {network}")
+            if tool.get("enforceable") is False:
+                lines.append("        NOT enforceable here: "
+                             + "; ".join(tool.get("not_enforceable", ())))
     for source in inventory.sources:
         lines.append(f"source  {source['name']:<33} {source['url']} ({source['ref']})")
     return "\n".join(lines) if lines else "(empty)"

@@ -44,4 +44,7 @@ def item_report_text(report: ItemReport) -> str:
                         else "; the current digest is not approved"))
         if report.usage is not None:
             lines.append(f"  usage      {usage_text(report.usage)}")
+        if report.enforceable is not None:
+            lines.append("  effects    " + ("enforced on this machine" if report.enforceable
+                         else "NOT enforceable here: " + "; ".join(report.not_enforceable)))
     return "\n".join(lines)

@@ -106,11 +106,11 @@ def _exit_code(record: RunRecord) -> int:
 
 
 def _end_note(record: RunRecord) -> None:
-    from librarian.cli.render import run_end_text
+    from librarian.cli.render import not_enforced_text, run_end_text
 
-    note = run_end_text(record)
-    if note is not None:
-        typer.echo(note, err=True)
+    for note in (not_enforced_text(record), run_end_text(record)):
+        if note is not None:
+            typer.echo(note, err=True)
 
 
 @app.command()

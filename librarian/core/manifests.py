@@ -50,6 +50,8 @@ class RecipeInput:
     required: bool = False
     default: object = None
     description: str | None = None
+    #: a ``path`` input the recipe may write (run confinement grants it; docs/execution.md)
+    writable: bool = False
 
 
 @frozen

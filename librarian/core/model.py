@@ -36,10 +36,16 @@ class Policy:
     conformance: Conformance = "warn"
     #: ``sha256:<hex>`` of matched text the secret scan must let through
     allowed_secrets: tuple[str, ...] = ()
+    #: the writable memory (``RLIMIT_DATA``) of each process of a run and the user's
+    #: process count (``RLIMIT_NPROC``)
+    run_memory_mb: int = 4096
+    run_processes: int = 4096
 
 
 #: Policy keys that are whole-number bounds (the others are checked by their own rules)
 BOUND_KEYS = ("max_exposed_tools", "max_item_bytes", "max_item_files", "max_file_bytes")
+#: Whole-number policy keys written only when they differ from the default
+RUN_LIMIT_KEYS = ("run_memory_mb", "run_processes")
 
 
 @frozen

@@ -13,7 +13,13 @@ from dataclasses import field, fields
 from typing import Any
 
 from librarian.core.gitpaths import path_problem, visible
-from librarian.core.model import BOUND_KEYS, CONFORMANCE_LEVELS, SOURCES_DIR, Policy
+from librarian.core.model import (
+    BOUND_KEYS,
+    CONFORMANCE_LEVELS,
+    RUN_LIMIT_KEYS,
+    SOURCES_DIR,
+    Policy,
+)
 from librarian.core.names import name_problem
 from librarian.core.values import frozen
 from librarian.errors import UsageError
@@ -33,12 +39,16 @@ TOOLS_FILE = "tools.yaml"
 #: What ``agents.may`` may grant an agent over MCP, and what it grants when unset.
 AGENT_VERBS = ("draft", "promote", "defer", "discard", "expose")
 DEFAULT_AGENT_VERBS = ("draft",)
+#: ``run: {enforcement: …}``: refuse a run whose declared effects cannot be enforced
+#: here (``strict``, the default), or run it and say what was not (``best-effort``).
+ENFORCEMENT_MODES = ("strict", "best-effort")
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 
 #: The largest value each policy bound may take (docs/decisions.md): far above any real
 #: collection, low enough that no read or allocation overflows.
 POLICY_CEILINGS = {"max_exposed_tools": 10_000, "max_item_bytes": 4 << 30,
-                   "max_item_files": 1_000_000, "max_file_bytes": 1 << 30}
+                   "max_item_files": 1_000_000, "max_file_bytes": 1 << 30,
+                   "run_memory_mb": 1 << 20, "run_processes": 1 << 22}
 _HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::: git remote helpers
 
 
@@ -59,6 +69,12 @@ class LibraryConfig:
     hidden: tuple[str, ...] = ()
     sources: Mapping[str, SourceConfig] = field(default_factory=dict)
     agents_may: tuple[str, ...] | None = None  # ``agents: {may: [...]}``; None: not set
+    enforcement: str | None = None  # ``run: {enforcement: ...}``; None: not set (strict)
+
+    @property
+    def best_effort(self) -> bool:
+        """Whether a run whose effects cannot all be enforced here may still run."""
+        return self.enforcement == "best-effort"
 
     @property
     def agent_verbs(self) -> tuple[str, ...]:
@@ -87,7 +103,7 @@ def load_library_config(data: bytes, where: str = LIBRARY_FILE) -> LibraryConfig
 def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryConfig:
     """Validate a parsed ``library.yaml`` document (``load_yaml``'s result)."""
     doc = mapping_of(document, where)
-    _unknown(doc, {"librarian", "name", "policy", "skills", "sources", "agents"}, where)
+    _unknown(doc, {"librarian", "name", "policy", "skills", "sources", "agents", "run"}, where)
     if doc.get("librarian") != 1:
         raise UsageError(f"{where}: 'librarian: 1' is required (format version)")
     name = doc.get("name")
@@ -129,8 +145,16 @@ def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryCon
         if verb not in AGENT_VERBS:
             raise UsageError(f"{where}: agents.may: unknown verb {verb!r}",
                              hint="one of: " + ", ".join(AGENT_VERBS))
+    run = mapping_of(doc.get("run"), f"{where}: run")
+    _unknown(run, {"enforcement"}, f"{where}: run")
+    enforcement = run.get("enforcement")
+    if enforcement is not None and enforcement not in ENFORCEMENT_MODES:
+        raise UsageError(f"{where}: run.enforcement must be one of "
+                         f"{', '.join(ENFORCEMENT_MODES)}, got {enforcement!r}",
+                         hint="strict (the default) refuses what cannot be enforced")
     return LibraryConfig(
         agents_may=may,
+        enforcement=enforcement,
         name=name,
         policy=_policy(policy_doc),
         resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
@@ -179,7 +203,14 @@ def dump_library_config(config: LibraryConfig) -> bytes:
         policy["conformance"] = config.policy.conformance
     if config.policy.allowed_secrets:
         policy["allowed_secrets"] = list(config.policy.allowed_secrets)
-    agents = {} if config.agents_may is None else {"agents": {"may": list(config.agents_may)}}
+    for key in RUN_LIMIT_KEYS:  # written only when set
+        if getattr(config.policy, key) != getattr(Policy(), key):
+            policy[key] = getattr(config.policy, key)
+    extra: dict[str, Any] = {}  # sections written only when set
+    if config.agents_may is not None:
+        extra["agents"] = {"may": list(config.agents_may)}
+    if config.enforcement is not None:
+        extra["run"] = {"enforcement": config.enforcement}
     return dump_yaml(
         {
             "librarian": 1,
@@ -187,7 +218,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
             "policy": policy,
             "skills": {"resident": list(config.resident), "hidden": list(config.hidden)},
             "sources": sources,
-            **agents,
+            **extra,
         }
     )
 

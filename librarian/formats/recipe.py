@@ -28,7 +28,7 @@ OPTIONAL_KEYS = ("inputs", "result", "effects", "timeout")
 EXECUTIONS = ("sync", "async")
 ENVIRONMENTS = ("shell", "python", "docker", "wasm")
 INPUT_TYPES: tuple[str, ...] = get_args(InputType)
-INPUT_KEYS = ("type", "required", "default", "description")
+INPUT_KEYS = ("type", "required", "default", "description", "writable")
 FILESYSTEM_EFFECTS = ("none", "read", "write")
 EFFECT_KEYS = ("filesystem", "network")
 # Input names become environment variables LIBRARIAN_INPUT_<NAME>.
@@ -225,6 +225,11 @@ def _input(name: str, spec: object, problems: list[str]) -> RecipeInput | None:
     description = spec.get("description")
     if description is not None and not isinstance(description, str):
         problems.append(f"{field}.description: must be a string, got {type_name(description)}")
+    writable = spec.get("writable")
+    if writable is not None and not isinstance(writable, bool):
+        problems.append(f"{field}.writable: must be true or false, got {type_name(writable)}")
+    elif writable is True and kind is not None and kind != "path":
+        problems.append(f"{field}.writable: only a path input can be writable")
     default = spec.get("default")
     if default is not None:
         if required is True:
@@ -241,6 +246,7 @@ def _input(name: str, spec: object, problems: list[str]) -> RecipeInput | None:
         required=bool(required),
         default=default,
         description=cast("str | None", description),
+        writable=writable is True,
     )
 
 

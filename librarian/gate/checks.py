@@ -6,8 +6,10 @@
    draft;
 2. the recipe's work-tree content differs from its committed content (drift);
 3. an input is missing, unknown or of the wrong type;
-4. the declared environment is not available on this machine, or it is docker and the
-   recipe declares ``path`` inputs (the container cannot see host paths);
+4. the declared environment is not available on this machine; the declared effects cannot
+   be enforced here (unless the committed policy says ``run: {enforcement: best-effort}``);
+   or it is docker and the recipe declares ``path`` inputs (the container cannot see host
+   paths);
 5. the recipe's committed digest has not been approved.
 
 Approvals live in ``.git/librarian/approvals.json`` (local state, not history), keyed by the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -27,12 +30,13 @@ from librarian.content.patch import tree_diff
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.fsutil import atomic_write
 from librarian.core.manifests import RecipeManifest
-from librarian.core.model import ItemFile
+from librarian.core.model import ItemFile, Policy
 from librarian.core.receipts import Receipt
 from librarian.core.values import frozen
 from librarian.errors import ConflictError, GateRefusal, LibrarianError, UsageError
 from librarian.formats.config import ToolEntry
 from librarian.formats.recipe import coerce_input, input_env_name
+from librarian.gate.enforcement import unenforceable
 from librarian.gate.environments import environment_availability, path_input_problem
 from librarian.gate.ledger import REFUSED, LedgerEntry, append, now
 from librarian.gate.tools import tool_state
@@ -56,6 +60,8 @@ class Target:
     manifest: RecipeManifest
     files: tuple[ItemFile, ...]
     commit: str  # the commit everything was read from
+    policy: Policy = field(default_factory=Policy)  # the committed policy (run limits)
+    best_effort: bool = False  # ``run: {enforcement: best-effort}`` is committed
 
 
 def load_recipe(snapshot: Snapshot, item: Item) -> tuple[
@@ -103,7 +109,9 @@ def resolve_target(library: Library, name: str) -> Target:
             refuse(library, entry, name, item.path, None,
                    f"{item.path} is not a valid recipe as committed: {exc.message}",
                    hint="`librarian check` lists the problems")
-        return Target(entry, name, tool, item, digest, manifest, files, head.decode())
+        config = snapshot.config
+        return Target(entry, name, tool, item, digest, manifest, files, head.decode(),
+                      config.policy, config.best_effort)
 
 
 def _refuse_stale(snapshot: Snapshot, name: str, tool: ToolEntry) -> None:
@@ -158,6 +166,11 @@ def check_gate(library: Library, target: Target, raw_args: Mapping[str, str], *,
     availability = environment_availability(target.manifest.environment)
     if not availability.available:
         deny(f"the {target.manifest.environment} environment is missing: {availability.reason}")
+    missing = unenforceable(target.manifest.environment, target.manifest.effects)
+    if missing and not target.best_effort:
+        deny(f"the declared effects cannot be enforced here: {'; '.join(missing)}",
+             hint="run it on a machine that enforces them, or commit `run: {enforcement: "
+             "best-effort}` in library.yaml to run it with what can be enforced")
     problem = path_input_problem(target.manifest)
     if problem is not None:
         deny(problem, hint="pass the content another way (a string input, or stdin), or use "

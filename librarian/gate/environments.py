@@ -4,7 +4,8 @@ a recipe in it.
 - shell: a POSIX shell (``/bin/sh``, else ``sh`` on PATH);
 - python: the interpreter librarian itself runs on (``sys.executable``);
 - docker: a ``docker`` client on PATH *and* a daemon answering ``docker info`` in time;
-- wasm: one of wasmtime, wasmer or wasmedge on PATH.
+- wasm: the ``wasmtime`` package (the ``wasm`` extra), run in the run's own python
+  process by ``wasmrun.py``; else one of wasmtime, wasmer or wasmedge on PATH.
 
 Availability is probed once per process (a docker probe costs a round trip to the daemon).
 """
@@ -12,10 +13,13 @@ Availability is probed once per process (a docker probe costs a round trip to th
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from librarian.core.manifests import RecipeEffects, RecipeManifest
@@ -23,6 +27,7 @@ from librarian.core.values import frozen
 
 DOCKER_PROBE_SECONDS = 5.0
 WASM_RUNTIMES = ("wasmtime", "wasmer", "wasmedge")
+WASM_INSTALL = "pip install 'agent-librarian[wasm]'"
 #: Image a docker recipe's entrypoint runs in when the entrypoint is not a Dockerfile.
 DOCKER_DEFAULT_IMAGE = "alpine:3"
 #: Where the recipe directory is mounted (read-only) inside a container.
@@ -53,12 +58,21 @@ def environment_availability(environment: str) -> Availability:
     if environment == "docker":
         return _docker()
     if environment == "wasm":
+        if wasmtime_importable():
+            return Availability(True, program=sys.executable)  # in process: wasmrun.py
         for runtime in WASM_RUNTIMES:
             found = shutil.which(runtime)
             if found is not None:
                 return Availability(True, program=found)
-        return Availability(False, "no wasm runtime (wasmtime, wasmer or wasmedge) is available")
+        return Availability(False, "no wasm runtime: neither the wasmtime package (install "
+                            f"it with {WASM_INSTALL}) nor a wasmtime, wasmer or wasmedge "
+                            "command is available")
     return Availability(False, f"unknown environment {environment!r}")
+
+
+def wasmtime_importable() -> bool:
+    """Whether the ``wasmtime`` package (the ``wasm`` extra) is installed."""
+    return importlib.util.find_spec("wasmtime") is not None
 
 
 def _docker() -> Availability:
@@ -154,6 +168,32 @@ def path_input_problem(manifest: RecipeManifest) -> str | None:
         return None
     return (f"docker recipes cannot take path inputs ({', '.join(paths)}): the container "
             "does not see host paths")
+
+
+def wasm_in_process(program: str) -> bool:
+    """Whether a wasm recipe runs through the wasmtime package (else a CLI runtime)."""
+    return program == sys.executable
+
+
+def wasm_host_paths() -> list[str]:
+    """What the python process hosting a module reads besides the interpreter: the
+    runner script and the wasmtime package."""
+    paths = [str(Path(__file__).with_name("wasmrun.py"))]
+    spec = importlib.util.find_spec("wasmtime")
+    if spec is not None:
+        paths += list(spec.submodule_search_locations or ())
+    return paths
+
+
+def wasm_command(program: str, entry: Path, preopen: Sequence[tuple[str, str, bool]],
+                 env: Mapping[str, str], *, timeout: int, memory_bytes: int) -> list[str]:
+    """``python -I wasmrun.py CONFIG``: the module with only ``preopen`` (host, guest,
+    writable) visible, the ``LIBRARIAN_*`` variables, a timeout and a memory cap."""
+    config = {"module": str(entry), "preopen": [list(p) for p in preopen],
+              "env": {k: v for k, v in env.items() if k.startswith("LIBRARIAN_")},
+              "timeout": timeout, "memory_bytes": memory_bytes}
+    script = Path(__file__).with_name("wasmrun.py")
+    return [program, "-I", str(script), json.dumps(config, separators=(",", ":"))]
 
 
 def _wasm_command(program: str, entry: Path, work_dir: Path, env: dict[str, str]) -> list[str]:

@@ -20,6 +20,7 @@ from librarian.core.receipts import ExposureReceipt, Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
 from librarian.gate.checks import is_approved
+from librarian.gate.enforcement import unenforceable
 from librarian.gate.environments import environment_availability
 from librarian.git import ObjectId
 from librarian.library import Item, Library, Snapshot
@@ -96,11 +97,13 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
                     hint="withdraw a tool, or raise policy.max_exposed_tools in library.yaml",
                 )
         tools[tool] = ToolEntry(item.path, digest)
+        best_effort = tx.base.config.best_effort
         verb = "refresh" if refresh else "expose"
         tx.put_file(TOOLS_FILE, dump_tools(tools))
         result = tx.commit(f"{verb} tool {tool} ({item.path})", trailers(
             "expose", tool=tool, item=item.path, digest=digest))
-    callable_now, reason = prove_callable(library, item.path, item.tree, manifest)
+    callable_now, reason = prove_callable(library, item.path, item.tree, manifest,
+                                          best_effort=best_effort)
     return ExposureReceipt(
         kind="exposed_tool",
         name=tool,
@@ -119,8 +122,8 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
     )
 
 
-def prove_callable(library: Library, path: str, tree: ObjectId,
-                   manifest: RecipeManifest) -> tuple[bool, str | None]:
+def prove_callable(library: Library, path: str, tree: ObjectId, manifest: RecipeManifest,
+                   *, best_effort: bool = False) -> tuple[bool, str | None]:
     """Whether the exposed tool can run here now, and if not, why."""
     directory = library.path_of(path)
     entry = directory.joinpath(*manifest.entrypoint.split("/"))
@@ -135,6 +138,9 @@ def prove_callable(library: Library, path: str, tree: ObjectId,
     availability = environment_availability(manifest.environment)
     if not availability.available:
         return False, availability.reason
+    missing = unenforceable(manifest.environment, manifest.effects)
+    if missing and not best_effort:
+        return False, f"its declared effects cannot be enforced here: {'; '.join(missing)}"
     return True, None
 
 

@@ -20,6 +20,7 @@ passes (the command line passes its stdout and stderr).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -28,14 +29,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from librarian.core.faults import crash_point
 from librarian.core.fsutil import atomic_write
 from librarian.core.model import ItemFile
+from librarian.gate import confine, wasmrun
 from librarian.gate.checks import (
     Target,
     approve_target,
@@ -43,7 +45,14 @@ from librarian.gate.checks import (
     input_environment,
     resolve_target,
 )
-from librarian.gate.environments import command_for, container_name, environment_availability
+from librarian.gate.enforcement import plan, wasm_preopens
+from librarian.gate.environments import (
+    command_for,
+    container_name,
+    environment_availability,
+    wasm_command,
+    wasm_in_process,
+)
 from librarian.gate.runs import (
     LAUNCH_GRACE_SECONDS,
     LAUNCHER_FILE,
@@ -65,6 +74,7 @@ from librarian.library import Library
 
 DEFAULT_TIMEOUT = 600  # seconds, for a recipe that declares none
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+IN_PROCESS_GRACE = 5.0  # seconds a wasm module has past its timeout to stop itself
 
 
 # -- starting a run -------------------------------------------------------------------
@@ -133,10 +143,21 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
         **input_environment(inputs),
     }
     program = environment_availability(target.manifest.environment).program or ""
-    argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
+    timeout = target.manifest.timeout or DEFAULT_TIMEOUT
+    in_process = target.manifest.environment == "wasm" and wasm_in_process(program)
+    if in_process:
+        entry = recipe_dir.joinpath(*target.manifest.entrypoint.split("/"))
+        argv = wasm_command(program, entry, wasm_preopens(target.manifest, inputs, work), env,
+                            timeout=timeout, memory_bytes=target.policy.run_memory_mb << 20)
+    else:
+        argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
+    confinement = plan(target.manifest, target.policy, recipe_dir=recipe_dir, work=work,
+                       tmp=tmp, inputs=inputs, program=program)
     spec: dict[str, object] = {
         "library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
-        "scratch": str(scratch), "stdin": str(stdin)}
+        "scratch": str(scratch), "stdin": str(stdin), "confine": confinement.policy}
+    if in_process:  # the module is stopped at its timeout; the group is killed after
+        spec["timeout_exit"] = wasmrun.TIMEOUT_EXIT
     if target.manifest.environment == "docker":
         # A timeout or a kill of the client does not stop the container: kill it by name.
         spec["container"] = {"client": program, "name": container_name(run_id)}
@@ -144,8 +165,8 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
     record = RunRecord(
         run_id=run_id, name=target.name, entry=target.entry, recipe=target.item.path,
         digest=target.digest, mode=mode, status="launched" if mode == "async" else "running",
-        started=round(time.time(), 3), timeout=target.manifest.timeout or DEFAULT_TIMEOUT,
-        pid=None if mode == "async" else os.getpid(),
+        started=round(time.time(), 3), timeout=timeout,
+        pid=None if mode == "async" else os.getpid(), enforced=dict(confinement.enforced),
     )
     if mode == "async":
         # Who may still start the supervisor: once it is dead, a launched run that has
@@ -230,17 +251,19 @@ def execute(
         (run_dir / "stdout").open("wb") as out_file,
         (run_dir / "stderr").open("wb") as err_file,
     ):
+        argv, preexec = confined_start([str(a) for a in spec["argv"]], spec.get("confine"))
         try:
             process = subprocess.Popen(
-                [str(a) for a in spec["argv"]], cwd=spec["cwd"], env=dict(spec["env"]),
+                argv, cwd=spec["cwd"], env=dict(spec["env"]),
                 stdin=stdin_file,
                 stdout=subprocess.PIPE if stdout is not None else out_file,
                 stderr=subprocess.PIPE if stderr is not None else err_file,
-                start_new_session=True, close_fds=True,
+                start_new_session=True, close_fds=True, preexec_fn=preexec,
             )
-        except OSError as exc:
-            return finish_run(library, run_dir, record, "failed", None,
-                               reason=f"cannot start the entrypoint: {exc.strerror}",
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = (f"cannot start the entrypoint: {exc.strerror}" if isinstance(exc, OSError)
+                   else "the run could not be confined to its declared effects")
+            return finish_run(library, run_dir, record, "failed", None, reason=why,
                                duration=time.monotonic() - begun)
         record = replace(record, process_group=process.pid)
         write_record(run_dir, record)
@@ -251,9 +274,12 @@ def execute(
             if pipe is not None and sink is not None
         ]
         timed_out = False
+        # A wasm module stops itself at its timeout (epoch interruption); its process
+        # group is killed a little later if it has not.
+        grace = IN_PROCESS_GRACE if "timeout_exit" in spec else 0.0
         try:
             try:
-                process.wait(timeout=record.timeout)
+                process.wait(timeout=record.timeout + grace)
             except subprocess.TimeoutExpired:
                 timed_out = True
             kill_group(process.pid)
@@ -270,6 +296,9 @@ def execute(
                         duration=time.monotonic() - begun)
             raise
     duration = time.monotonic() - begun
+    stopped = spec.get("timeout_exit")  # how a wasm module stopped at its timeout exits
+    if stopped is not None and process.returncode == stopped and duration >= record.timeout:
+        timed_out = True
     if timed_out:
         return finish_run(library, run_dir, record, "timed_out", None, duration=duration,
                            reason=f"killed after the declared timeout of {record.timeout} s")
@@ -279,6 +308,26 @@ def execute(
                            reason=f"killed by signal {-code}")
     return finish_run(library, run_dir, record, "succeeded" if code == 0 else "failed", code,
                        duration=duration)
+
+
+def confined_start(argv: list[str], policy: Mapping[str, Any] | None
+                   ) -> tuple[list[str], Callable[[], None] | None]:
+    """How to start ``argv`` confined to ``policy``: in the forked child before ``exec``
+    (``preexec_fn``) when this process has one thread, else through the re-exec helper,
+    since code run between fork and exec in a threaded process may deadlock
+    (docs/decisions.md, "Confining a run")."""
+    if not policy:
+        return argv, None
+    if threading.active_count() == 1 and _one_thread():
+        return argv, functools.partial(confine.apply, dict(policy))
+    return confine.helper_argv(policy, argv), None
+
+
+def _one_thread() -> bool:
+    try:
+        return sum(1 for _ in Path("/proc/self/task").iterdir()) == 1
+    except OSError:
+        return False
 
 
 def _pump(pipe: IO[bytes], file: BinaryIO, sink: BinaryIO) -> threading.Thread:

@@ -68,6 +68,8 @@ class RunRecord:
     pid: int | None = None  # the process that owns the run (librarian or the supervisor)
     reason: str | None = None
     process_group: int | None = None  # the recipe's process group, once started
+    #: what was enforced of the declared effects (``enforcement.plan``'s document)
+    enforced: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -311,7 +313,8 @@ def launch_receipt(record: RunRecord) -> RunReceipt:
     """``run_launched``: the run exists and is on its way; not its completion, not its result."""
     return RunReceipt(kind="run_launched", name=record.name, path=record.recipe,
                    digest=record.digest, commit=None,
-                   details={**_common(record), "pid": record.pid, "timeout": record.timeout},
+                   details={**_common(record), "pid": record.pid, "timeout": record.timeout,
+                            "enforced": record.enforced},
                    reason=record.reason)
 
 
@@ -327,5 +330,6 @@ def result_receipt(library: Library, record: RunRecord) -> RunResultReceipt:
                             "ended": record.ended, "duration": record.duration,
                             "timed_out": record.status == "timed_out",
                             "output_truncated": out_cut or err_cut,
-                            "output_path": str(run_dir / "stdout")},
+                            "output_path": str(run_dir / "stdout"),
+                            "enforced": record.enforced},
                             reason=record.reason, output=output, stderr=errors)

@@ -13,9 +13,10 @@ from librarian.cache import DigestCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.values import frozen
 from librarian.gate.checks import approvals_of
+from librarian.gate.enforcement import summary_enforceability
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_state
-from librarian.library import Item, Library, Snapshot
+from librarian.library import Item, Library, Snapshot, summarize
 from librarian.ops.history import read_log
 from librarian.ops.inventory import ItemInfo, describe
 from librarian.sources.subscriptions import source_infos
@@ -44,12 +45,16 @@ class ItemReport:
     approvals: tuple[dict[str, Any], ...]
     usage: dict[str, Any] | None
     provenance: Provenance | None
+    #: a recipe: whether this machine enforces its declared effects, and what it cannot
+    enforceable: bool | None = None
+    not_enforceable: tuple[str, ...] = ()
 
 
 def inspect_item(library: Library, name: str) -> ItemReport:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
-        item = snapshot.find(name)
+        tool = snapshot.tools.get(name)  # a tool's name: its recipe
+        item = snapshot.find(name if tool is None or snapshot.taken_by(name) else tool.recipe)
         info = describe(snapshot, item, verbose=True)
         work = _work_tree_state(library, item)
         digests = DigestCache(library.cache_dir)
@@ -58,6 +63,8 @@ def inspect_item(library: Library, name: str) -> ItemReport:
              "status": tool_state(snapshot, entry, digests).status}
             for tool, entry in sorted(snapshot.tools.items()) if entry.recipe == item.path)
         provenance = _provenance(snapshot, item) if item.state == "managed" else None
+        enforceable, missing = (summary_enforceability(summarize(store, item))
+                                if item.kind == "recipe" else (None, ()))
     revisions = tuple(
         {"event": e.event, "commit": e.commit, "time": e.time, "author": e.author,
          "subject": e.subject, "digest": e.trailer("Librarian-Digest")}
@@ -69,7 +76,8 @@ def inspect_item(library: Library, name: str) -> ItemReport:
                            "time": a.get("time"), "current": a.get("digest") == info.digest}
                           for a in approvals_of(library, item.path))
         usage = dataclasses.asdict(usage_by_recipe(library).get(item.path) or Usage())
-    return ItemReport(info, work, revisions, exposed, approvals, usage, provenance)
+    return ItemReport(info, work, revisions, exposed, approvals, usage, provenance,
+                      enforceable, missing)
 
 
 def _work_tree_state(library: Library, item: Item) -> str:

@@ -55,6 +55,9 @@ class ToolStatus:
     pinned: str
     status: Literal["ok", "stale"]
     reason: str | None = None
+    #: whether this machine enforces the recipe's declared effects (None: stale tool)
+    enforceable: bool | None = None
+    not_enforceable: tuple[str, ...] = ()
 
 
 @frozen
@@ -226,11 +229,23 @@ def _tool_statuses(snapshot: Snapshot, digests: DigestCache) -> Iterable[ToolSta
     if not snapshot.tools:
         return
     # Imported here: a library without tools does not pay for the gate's module at start-up.
-    from librarian.gate.tools import tool_state
+    from librarian.gate.enforcement import enforces_everything, summary_enforceability
+    from librarian.gate.tools import recipe_item, tool_state
 
+    everything = enforces_everything()
     for name, tool in sorted(snapshot.tools.items()):
         state = tool_state(snapshot, tool, digests)
-        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason)
+        enforceable: bool | None = None
+        missing: tuple[str, ...] = ()
+        if state.status == "ok" and everything:
+            enforceable = True  # whatever the recipe declares (no manifest is read)
+        elif state.status == "ok" and state.recipe_tree is not None:
+            from librarian.library import summarize
+
+            enforceable, missing = summary_enforceability(
+                summarize(snapshot.store, recipe_item(tool.recipe, state.recipe_tree)))
+        yield ToolStatus(name, tool.recipe, tool.digest, state.status, state.reason,
+                         enforceable, missing)
 
 
 def _file_statuses(snapshot: Snapshot) -> Iterable[FileStatus]:

@@ -12,8 +12,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 _REAL_HOME = Path(os.environ.get("HOME") or Path.home())
 

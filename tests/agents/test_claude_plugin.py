@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli_out, git_text, make_skill, requires_git, run_main, write
-from sources_helpers import Upstream
+from support.helpers import cli_out, git_text, make_skill, requires_git, run_main, write
+from support.sources_helpers import Upstream
 
 from librarian.formats.claude_plugin import (
     MARKETPLACE_FILE,

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli_out, make_skill, run_main
+from support.helpers import cli_out, make_skill, run_main
 
 Cap = pytest.CaptureFixture[str]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli_ok, git, make_skill, requires_git, run_process, trailers, write
+from support.helpers import cli_ok, git, make_skill, requires_git, run_process, trailers, write
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 import anyio  # noqa: E402  (installed with mcp)

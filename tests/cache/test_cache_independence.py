@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import cli, cli_ok
-from sources_helpers import Upstream
+from support.helpers import cli, cli_ok
+from support.sources_helpers import Upstream
 
 Cap = pytest.CaptureFixture[str]
 

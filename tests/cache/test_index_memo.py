@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, make_skill, requires_git, write
+from support.helpers import cli, git, make_skill, requires_git, write
 
 from librarian.store.guard import conflicted_paths
 from librarian.store.indexmemo import known_clean

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, write
 from hypothesis import given
 from hypothesis import strategies as st
-from sources_helpers import Upstream, install
+from support.helpers import cli, write
+from support.sources_helpers import Upstream, install
 
 from librarian.store import library as library_module
 from librarian.store.library import (

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import HashCounter, make_skill, settle_files, two_processors
 from hypothesis import given
 from hypothesis import strategies as st
+from support.helpers import HashCounter, make_skill, settle_files, two_processors
 
 from librarian.core import halves
 from librarian.ops.retention import retain

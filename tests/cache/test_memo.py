@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, make_skill, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import cli, make_skill, write
 
 from librarian.ops.retention import retain
 from librarian.store.library import Library

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, run_main, settle_files
-from sources_helpers import MODE_EXEC, Upstream, install
+from support.helpers import cli, run_main, settle_files
+from support.sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import HashCounter, cli, make_skill, settle_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.helpers import HashCounter, cli, make_skill, settle_files
 
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_one_error_line,
     make_skill,
     run_main,
@@ -228,7 +228,7 @@ def test_exit_4_and_5_in_process_and_in_a_real_process(
 ) -> None:
     """Trust failures exit 4 (a signed source without a signed release is refused) and gate
     refusals exit 5 (an unapproved digest never runs), in process and as a real process."""
-    from helpers import make_recipe
+    from support.helpers import make_recipe
 
     lib = ["--library", str(stocked)]
     recipe = make_recipe(sources, "counter")
@@ -298,7 +298,7 @@ def test_the_installed_typer_is_in_the_pinned_range_and_raises_the_click_we_catc
 
 def test_the_architecture_page_names_every_module() -> None:
     """docs/architecture.md must match the code: every module of every package is named."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     doc = (root / "docs" / "architecture.md").read_text()
     modules = sorted((root / "librarian").rglob("*.py"))
     missing = [str(module.relative_to(root)) for module in modules
@@ -309,7 +309,7 @@ def test_the_architecture_page_names_every_module() -> None:
 
 def test_every_module_is_under_400_lines() -> None:
     """One concern per module: a module that outgrows 400 lines is split, not grown."""
-    root = Path(__file__).resolve().parent.parent / "librarian"
+    root = Path(__file__).resolve().parents[2] / "librarian"
     long = {str(m.relative_to(root)): n for m in root.rglob("*.py")
             if (n := len(m.read_text().splitlines())) >= 400}
     assert long == {}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import assert_git_consistent, git_text, requires_git, run_main
+from support.helpers import assert_git_consistent, git_text, requires_git, run_main
 
 from librarian.cli.demo.tour import run_demo
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, run_process
-from sources_helpers import Upstream
+from support.helpers import cli, run_process
+from support.sources_helpers import Upstream
 
 from librarian.core import progress
 

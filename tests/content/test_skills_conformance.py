@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from collection_helpers import set_policy
-from helpers import (
+from support.collection_helpers import set_policy
+from support.helpers import (
     assert_git_consistent,
     cli,
     hand_commit,

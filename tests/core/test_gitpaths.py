@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import GIT, git, git_env, requires_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.helpers import GIT, git, git_env, requires_git
 
 from librarian.core.gitpaths import (
     PLAIN_CHUNK,

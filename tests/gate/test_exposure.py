@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_one_error_line,
     cli,
     commit_config_edit,

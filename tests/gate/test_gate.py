@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, cli, write
+from support.helpers import assert_one_error_line, cli, write
 
 from librarian.errors import UsageError
 from librarian.gate import checks as gate

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli, write
+from support.helpers import cli, write
 
 from librarian.core.manifests import RecipeEffects, RecipeInput, RecipeManifest
 from librarian.gate import checks as gate
@@ -284,7 +284,7 @@ def test_ledger_counts_after_a_mix_of_runs(
 def test_real_process_streams_output_and_passes_the_exit_code(
     library: Path, sources: Path
 ) -> None:
-    from helpers import run_process
+    from support.helpers import run_process
 
     retained(library, sources, "loud", "#!/bin/sh\necho out\necho err >&2\nexit 9\n")
     result = run_process("--library", str(library), "run", "loud")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import GIT, git
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.helpers import GIT, git
 
 from librarian.store.fsck import BLOB, COMMIT, TAG, TREE, Judge
 

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the g
 # A fixed past mtime (with nanoseconds) keeps entries out of git's racy window, where git
 # would smudge the cached size to 0 and the comparison with our entries would differ.
 PAST_NS = 1_600_000_000_123_456_789
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from helpers import requires_git
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import requires_git
 
 from librarian.store.merge import (
     FileVersion,

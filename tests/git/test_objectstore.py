@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import ObjectID
-from helpers import git, git_text, requires_git
+from support.helpers import git, git_text, requires_git
 
 from librarian.store.gitstore import GitStore
 from librarian.store.objectstore import LibraryObjectStore, held

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID
-from helpers import git, git_text, requires_git
+from support.helpers import git, git_text, requires_git
 
 from librarian.store.gitstore import GitStore
 

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers import git, git_text, requires_git
+from support.helpers import git, git_text, requires_git
 
 from librarian.store import packs
 from librarian.store.gitstore import GitStore
@@ -73,7 +73,7 @@ def test_a_kept_pack_and_a_store_under_the_limit_are_left_alone(tmp_path: Path) 
 def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
     library: Path, sources: Path
 ) -> None:
-    from helpers import make_skill
+    from support.helpers import make_skill
 
     from librarian.ops.retention import retain
     from librarian.store.library import Library

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
-from helpers import (
+from support.helpers import (
     CliResult,
     assert_one_error_line,
     git,
@@ -21,7 +21,7 @@ from helpers import (
     run_main,
     skill_md,
 )
-from sources_helpers import Upstream, git_daemon
+from support.sources_helpers import Upstream, git_daemon
 
 from librarian.core.model import SOURCES_DIR
 from librarian.sources.subscriptions import add_source

@@ -6,7 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import assert_git_consistent, cli, commit_count, make_recipe, make_skill, trailers
+from support.helpers import (
+    assert_git_consistent,
+    cli,
+    commit_count,
+    make_recipe,
+    make_skill,
+    trailers,
+)
 
 Capsys = pytest.CaptureFixture[str]
 

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from support.helpers import cli
 
 from librarian.cli.demo.tour import run_demo
 from librarian.core.resources import examples_dir

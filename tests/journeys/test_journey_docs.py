@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 import pytest
 import typer.main
-from helpers import PROJECT
-from journey_documents import collect
+from support.helpers import PROJECT
+from support.journey_documents import collect
 
 from librarian.cli.main import register_commands
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, make_skill
+from support.helpers import cli, make_skill
 
 from librarian.core.resources import examples_dir
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import cli, make_recipe, run_main, run_process
+from support.helpers import cli, make_recipe, run_main, run_process
 
 from librarian import __version__
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, git_text, make_recipe, make_skill, requires_git, run_main
 from hypothesis import given
 from hypothesis import strategies as st
+from support.helpers import cli, git_text, make_recipe, make_skill, requires_git, run_main
 
 from librarian.store.revparse import split_revision
 

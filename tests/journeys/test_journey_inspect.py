@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, make_recipe, requires_git, run_main, tree_snapshot
-from sources_helpers import Upstream
+from support.helpers import cli, git, make_recipe, requires_git, run_main, tree_snapshot
+from support.sources_helpers import Upstream
 
 Capsys = pytest.CaptureFixture[str]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, make_recipe, make_skill
-from sources_helpers import Upstream
+from support.helpers import cli, make_recipe, make_skill
+from support.sources_helpers import Upstream
 
 Capsys = pytest.CaptureFixture[str]
 

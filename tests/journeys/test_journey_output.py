@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, make_recipe, make_skill, run_main, write
-from sources_helpers import Upstream
+from support.helpers import cli, git, make_recipe, make_skill, run_main, write
+from support.sources_helpers import Upstream
 
 Capsys = pytest.CaptureFixture[str]
 

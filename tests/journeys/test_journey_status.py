@@ -7,8 +7,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, git_text, make_skill, requires_git, run_process
-from sources_helpers import Upstream
+from support.helpers import cli, git, git_text, make_skill, requires_git, run_process
+from support.sources_helpers import Upstream
 
 Capsys = pytest.CaptureFixture[str]
 

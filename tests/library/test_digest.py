@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob, Tree
-from helpers import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.helpers import (
     assert_git_consistent,
     git_text,
     make_skill,
@@ -18,8 +20,6 @@ from helpers import (
     run_main,
     write,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from librarian.content.validate import load_source
 from librarian.core.digest import (

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     cli,
     commit_config_edit,
     hand_commit,
@@ -129,7 +129,7 @@ def test_a_document_json_cannot_hold_exactly_is_never_remembered(library: Path) 
 def test_the_memo_never_goes_through_a_link(library: Path, tmp_path: Path,
                                             capsys: Cap) -> None:
     """A linked memo file is refused like any linked state; a linked cache directory is
-    neither read nor written through (tests/test_status.py: the stamp)."""
+    neither read nor written through (tests/ops/test_status.py: the stamp)."""
     fresh = cli(capsys, library, "status", "--json")
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     VENV_BIN,
     assert_one_error_line,
     cli,

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     cli,
     git,
     git_text,

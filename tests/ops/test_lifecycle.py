@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     GIT,
     assert_git_consistent,
     assert_one_error_line,

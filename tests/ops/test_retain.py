@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_git_consistent,
     assert_one_error_line,
     commit_config_edit,

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_git_consistent,
     git_text,
     hand_commit,

@@ -1,15 +1,15 @@
 """`check` over a source's installed collection judges what update installed: each item
 as update found it (the outermost directory librarian.lock names), the files in no item
 as stray files (links, git's path rules, secrets), and a manifest directory the lock does
-not name as a problem; a local edit of an item is a warning (tests/test_update_merge.py)."""
+not name as a problem; a local edit of an item is a warning (tests/sources/test_update_merge.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import cli, skill_md
-from sources_helpers import Upstream, install
+from support.helpers import cli, skill_md
+from support.sources_helpers import Upstream, install
 
 Cap = pytest.CaptureFixture[str]
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # assembled: this file holds none

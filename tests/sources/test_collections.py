@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collection_helpers import SHAPES, reference_rules, set_policy, write_shapes
-from helpers import GIT, assert_git_consistent, git, git_text, run_main
+from support.collection_helpers import SHAPES, reference_rules, set_policy, write_shapes
+from support.helpers import GIT, assert_git_consistent, git, git_text, run_main
 
 from librarian.content.sourcedir import read_source_dir
 from librarian.content.validate import validate_item

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, git, requires_git, skill_md
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sources_helpers import Upstream, edit_source, install
+from support.helpers import cli, git, requires_git, skill_md
+from support.sources_helpers import Upstream, edit_source, install
 
 import librarian.sources.plan as plan_module
 import librarian.sources.update as update_module

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GIT, assert_git_consistent, git, git_text, run_main, skill_md
-from sources_helpers import git_daemon, http_server
+from support.helpers import GIT, assert_git_consistent, git, git_text, run_main, skill_md
+from support.sources_helpers import git_daemon, http_server
 
 Cap = pytest.CaptureFixture[str]
 pytestmark = pytest.mark.skipif(GIT is None, reason="the git binary is not installed")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_one_error_line,
     git,
     library_state,
@@ -24,7 +24,7 @@ from helpers import (
     tree_snapshot,
     write,
 )
-from sources_helpers import Upstream
+from support.sources_helpers import Upstream
 
 from librarian.gate.exposure import expose
 from librarian.ops.retention import retain
@@ -416,7 +416,7 @@ def test_hostile_upstream_content_is_never_installed(
 
 # Paths git itself refuses (`git fsck --strict` of an upstream holding each fails with
 # hasDotgit): the whole fetch is refused, as a clone with fsck checks or a checkout would
-# refuse the repository; nothing is kept (tests/test_quarantine.py has every spelling).
+# refuse the repository; nothing is kept (tests/git/test_quarantine.py has every spelling).
 REFUSED_UPSTREAM_CASES = [
     ("update-git~1-in-item", lambda up: up.put("skills/ok/git~1/x", b"x"),
      "upstream holds skills/ok/git~1, a path git refuses (fsck hasDotgit)"),

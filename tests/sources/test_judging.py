@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, count_forks, two_processors
 from hypothesis import given
 from hypothesis import strategies as st
-from sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
+from support.helpers import cli, count_forks, two_processors
+from support.sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
 
 from librarian.core import halves
 from librarian.core.model import ItemFile, Policy

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     GIT,
     assert_one_error_line,
     cli,
@@ -16,7 +16,7 @@ from helpers import (
     trailers,
     tree_snapshot,
 )
-from sources_helpers import Upstream
+from support.sources_helpers import Upstream
 
 from librarian.formats.config import load_library_config, load_lock
 from librarian.store.gitremote import strip_credentials
@@ -275,7 +275,7 @@ def test_remove_is_refused_while_a_tool_exposes_one_of_its_recipes(
 def test_inspect_and_list_show_urls_without_credentials(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
-    from sources_helpers import edit_source
+    from support.sources_helpers import edit_source
 
     assert cli(capsys, library, "source", "add", "team", "https://example.org/lib.git").code == 0
     edit_source(library, "team", url="https://alice:s3cretpass@example.org/lib.git?t=tok3n")

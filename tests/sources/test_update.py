@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+from support.helpers import (
     GIT,
     assert_git_consistent,
     assert_one_error_line,
@@ -23,7 +23,7 @@ from helpers import (
     trailers,
     tree_snapshot,
 )
-from sources_helpers import MODE_GITLINK, MODE_LINK, Upstream, edit_source
+from support.sources_helpers import MODE_GITLINK, MODE_LINK, Upstream, edit_source
 
 from librarian.core.digest import content_digest
 from librarian.formats.config import load_lock
@@ -270,7 +270,7 @@ def test_hostile_upstream_items_are_skipped_with_reasons(
     library: Path, upstream: Upstream, capsys: Cap
 ) -> None:
     upstream.skill("skills/linked").put("skills/linked/evil", b"/etc/passwd", MODE_LINK)
-    # (a '..' name is refused with the whole fetch: tests/test_quarantine.py)
+    # (a '..' name is refused with the whole fetch: tests/git/test_quarantine.py)
     upstream.skill("skills/leaky").put("skills/leaky/.env", b"TOKEN=abc\n")
     upstream.skill("skills/keys").put(
         "skills/keys/id_rsa", b"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY"
@@ -307,7 +307,7 @@ def test_two_sources_with_same_named_skills_and_a_local_one_coexist(
     other.skill("pdf", body="The other team's pdf.\n").commit("first")
     add(capsys, library, "team", upstream.url)
     add(capsys, library, "other", other.url)
-    from helpers import make_skill as make
+    from support.helpers import make_skill as make
     source = make(tmp_path / "mine", "pdf", body="My own pdf.\n")
     assert cli(capsys, library, "retain", str(source)).code == 0
     result = cli(capsys, library, "update", "--json")
@@ -344,7 +344,7 @@ def test_managed_items_are_read_only_to_revise_and_retire(
 ) -> None:
     add(capsys, library, "team", upstream.url)
     assert cli(capsys, library, "update").code == 0
-    from helpers import make_skill as make
+    from support.helpers import make_skill as make
     source = make(tmp_path / "new", "pdf", body="Changed.\n")
     for args in (("revise", "team:pdf", str(source)), ("retire", "team:pdf")):
         result = cli(capsys, library, *args)

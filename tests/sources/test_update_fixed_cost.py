@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, modules_after, requires_git, run_main
-from sources_helpers import Upstream, edit_source
+from support.helpers import cli, git, modules_after, requires_git, run_main
+from support.sources_helpers import Upstream, edit_source
 
 Cap = pytest.CaptureFixture[str]
 

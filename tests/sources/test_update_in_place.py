@@ -1,7 +1,7 @@
 """An item changed upstream and untouched locally is updated in place: only the entries
 upstream changed are staged, swapped and re-indexed (``TreeChange.work_is_base``,
 ``store.trees.entry_changes``), as ``git checkout`` rewrites only the files that changed.
-Recovery from a kill at each of those steps is tests/test_kill_every_step.py's (its ``kit``
+Recovery from a kill at each of those steps is tests/txn/test_kill_every_step.py's (its ``kit``
 item changes in every way shown here)."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.helpers import (
     assert_git_consistent,
     cli,
     git_text,
@@ -21,9 +23,7 @@ from helpers import (
     run_main,
     tree_snapshot,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sources_helpers import MODE_EXEC, Upstream, install
+from support.sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.helpers import (
     GIT,
     assert_one_error_line,
     git,
@@ -20,9 +22,7 @@ from helpers import (
     trailers,
     tree_snapshot,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sources_helpers import MODE_EXEC, MODE_FILE, Upstream
+from support.sources_helpers import MODE_EXEC, MODE_FILE, Upstream
 
 from librarian.formats.config import load_lock
 from librarian.store.merge import FileVersion, merge_files

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import GIT, cli, head, tree_snapshot
-from sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
+from support.helpers import GIT, cli, head, tree_snapshot
+from support.sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
 
 from librarian.formats.config import load_lock
 

@@ -1,6 +1,6 @@
 """Shared helpers for the foundation tests: source-tree factories, snapshots, git access.
 
-Importable as ``helpers`` (pytest puts tests/ on sys.path; there is no tests/__init__.py).
+Imported as ``support.helpers`` (pyproject's pytest ``pythonpath`` puts tests/ on sys.path).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ GIT = shutil.which("git")
 requires_git = pytest.mark.skipif(GIT is None, reason="the git binary is not installed")
 
 #: Where the project lives (the hooks and the template are found from here).
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 #: The venv's bin directory: ``librarian`` is on PATH for the git hooks from here.
 VENV_BIN = Path(sys.executable).parent
 

@@ -1,5 +1,6 @@
 """Every command's ``--json`` document, from one scenario on a real library: what
-tests/test_journey_docs.py holds docs/commands.md to. Importable as ``journey_documents``."""
+tests/journeys/test_journey_docs.py holds docs/commands.md to. Imported as
+``support.journey_documents``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, make_recipe, make_skill, run_main
-from sources_helpers import Upstream
+
+from support.helpers import cli, make_recipe, make_skill, run_main
+from support.sources_helpers import Upstream
 
 
 def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dict[str, Any]]:

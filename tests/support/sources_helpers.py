@@ -16,7 +16,8 @@ from typing import Any
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-from helpers import cli, recipe_yaml, run_main, skill_md
+
+from support.helpers import cli, recipe_yaml, run_main, skill_md
 
 MODE_FILE, MODE_EXEC, MODE_LINK, MODE_GITLINK = 0o100644, 0o100755, 0o120000, 0o160000
 

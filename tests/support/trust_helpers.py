@@ -4,19 +4,22 @@ dulwich) that can also carry release tags, honest or forged, laid out exactly as
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dulwich.objects import ShaFile
 from dulwich.repo import Repo
-from helpers import tree_snapshot
-from sources_helpers import Upstream
 
 from librarian.core.digest import content_digest
 from librarian.trust.keys import SigningKey
 from librarian.trust.statement import dump_statement, new_statement
 from librarian.trust.tag import signed_tag, tag_payload
+from support.helpers import tree_snapshot
+from support.sources_helpers import Upstream
 
 TAGGER = b"Publisher <pub@example.org> 1764579600 +0000"
 _MANIFESTS = ("SKILL.md", "recipe.yaml")
@@ -87,3 +90,23 @@ def everything(library: Path) -> tuple[Any, ...]:
     listing = sorted(str(p.relative_to(state)) for p in state.rglob("*")
                      if "cache" not in p.parts)
     return library_refs(library), tree_snapshot(library), listing
+
+
+SSH_KEYGEN = shutil.which("ssh-keygen")
+requires_ssh_keygen = pytest.mark.skipif(SSH_KEYGEN is None, reason="ssh-keygen is missing")
+
+
+def keygen(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    assert SSH_KEYGEN is not None
+    return subprocess.run([SSH_KEYGEN, *args], input=input, capture_output=True, check=False)
+
+
+def ssh_keygen_key(path: Path, kind: str = "ed25519", passphrase: str = "") -> Path:
+    result = keygen("-q", "-t", kind, "-N", passphrase, "-C", "alice@example.org", "-f", str(path))
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def allowed_signers(path: Path, *pub_lines: str) -> Path:
+    path.write_text("".join(f"alice@example.org {line}\n" for line in pub_lines))
+    return path

@@ -5,13 +5,12 @@ librarian verifies tags made by ``git tag -s`` (skipped when either binary is mi
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import git, git_text
+from support.helpers import git, git_text
+from support.trust_helpers import allowed_signers, keygen, requires_ssh_keygen, ssh_keygen_key
 
 from librarian.errors import ConflictError, TrustError, UsageError
 from librarian.trust.keys import generate_key, load_signing_key, read_public_key
@@ -20,26 +19,7 @@ from librarian.trust.sshsig import sign, verify
 from librarian.trust.statement import dump_statement, new_statement
 from librarian.trust.tag import signed_tag
 
-SSH_KEYGEN = shutil.which("ssh-keygen")
-requires_ssh_keygen = pytest.mark.skipif(SSH_KEYGEN is None, reason="ssh-keygen is missing")
 DIGEST = "sha256:" + "ab" * 32
-
-
-def keygen(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    assert SSH_KEYGEN is not None
-    return subprocess.run([SSH_KEYGEN, *args], input=input, capture_output=True, check=False)
-
-
-def ssh_keygen_key(path: Path, kind: str = "ed25519", passphrase: str = "") -> Path:
-    result = keygen("-q", "-t", kind, "-N", passphrase, "-C", "alice@example.org", "-f", str(path))
-    assert result.returncode == 0, result.stderr
-    return path
-
-
-def allowed_signers(path: Path, *pub_lines: str) -> Path:
-    path.write_text("".join(f"alice@example.org {line}\n" for line in pub_lines))
-    return path
-
 
 @requires_ssh_keygen
 def test_generated_key_is_an_openssh_key_with_the_same_fingerprint(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, git, git_text, make_skill, requires_git, run_main
-from test_trust_interop import allowed_signers, requires_ssh_keygen, ssh_keygen_key
+from support.helpers import assert_one_error_line, git, git_text, make_skill, requires_git, run_main
+from support.trust_helpers import allowed_signers, requires_ssh_keygen, ssh_keygen_key
 
 from librarian.core.digest import content_digest
 from librarian.formats.config import load_lock

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, cli, head
-from sources_helpers import edit_source
-from trust_helpers import Publisher, everything, library_refs
+from support.helpers import assert_one_error_line, cli, head
+from support.sources_helpers import edit_source
+from support.trust_helpers import Publisher, everything, library_refs
 
 from librarian.formats.config import load_lock
 from librarian.trust.keys import SigningKey, generate_key
@@ -291,8 +291,8 @@ def test_signed_releases_over_real_transports(
 ) -> None:
     """The release tags are listed and fetched over git://, http:// and file:// as well as
     from a local path; a forged release is refused the same way over the wire."""
-    from helpers import GIT
-    from sources_helpers import git_daemon, http_server
+    from support.helpers import GIT
+    from support.sources_helpers import git_daemon, http_server
 
     served = Publisher(tmp_path / "srv" / "team.git")
     served.skill("skills/pdf").commit("first")

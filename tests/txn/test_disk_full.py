@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_git_consistent,
     assert_one_error_line,
     library_state,

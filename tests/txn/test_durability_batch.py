@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import make_skill, write
+from support.helpers import make_skill, write
 
 from librarian.core import fsutil
 from librarian.ops.retention import retain

@@ -1,5 +1,5 @@
 """SIGKILL at every write step (issue 9): for each changing command, count its write steps
-(tests/killer.py: every open for writing, rename, unlink, mkdir… seen by an audit hook),
+(tests/support/killer.py: every open for writing, rename, unlink, mkdir… seen by an audit hook),
 then for each k kill a fresh copy of the same library just before its k-th step, run
 ``recover``, and require: exactly the library before or exactly the library after, git
 fsck --strict clean, git status as before or after (local edits kept), no librarian file
@@ -23,9 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import GIT, git, git_env, git_text, make_recipe, make_skill, state_listing
-from helpers import tree_snapshot as snapshot
-from sources_helpers import Upstream
+from support.helpers import (
+    GIT,
+    PROJECT,
+    git,
+    git_env,
+    git_text,
+    make_recipe,
+    make_skill,
+    state_listing,
+)
+from support.helpers import tree_snapshot as snapshot
+from support.sources_helpers import Upstream
 
 from librarian.cli.main import main
 from librarian.gate.exposure import expose
@@ -37,7 +46,7 @@ from librarian.sources.update import update
 from librarian.store.library import Library
 from librarian.store.quarantine import PREFIX as QUARANTINE
 
-KILLER = Path(__file__).with_name("killer.py")
+KILLER = PROJECT / "tests" / "support" / "killer.py"
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
 EVERY = os.environ.get("LIBRARIAN_KILL_EVERY") == "1"
 REPORT = os.environ.get("LIBRARIAN_KILL_REPORT")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, git_text, make_skill, run_main, write
+from support.helpers import assert_one_error_line, git_text, make_skill, run_main, write
 
 
 def _journal(library: Path) -> dict[str, object]:
@@ -67,7 +67,7 @@ def test_the_index_is_held_from_before_the_branch_moves(
     """Killed right after the branch moved: git's index.lock is still librarian's, so a
     plain `git commit` cannot build on the old index (and drop the retained item); recovery
     clears the lock and finishes the index."""
-    from helpers import assert_git_consistent, git, run_process
+    from support.helpers import assert_git_consistent, git, run_process
 
     killed = run_process("--library", str(library), "retain", str(make_skill(sources, "held")),
                          env={"LIBRARIAN_CRASH_AT": "after-cas"})

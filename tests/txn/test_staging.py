@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+from support.helpers import (
     HashCounter,
     assert_git_consistent,
     cli,
@@ -21,7 +21,7 @@ from helpers import (
     tree_snapshot,
     two_processors,
 )
-from sources_helpers import MODE_EXEC, Upstream, install
+from support.sources_helpers import MODE_EXEC, Upstream, install
 
 from librarian.core import fsutil, halves
 from librarian.ops.status import library_status

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import (
+from support.helpers import (
     assert_git_consistent,
     assert_one_error_line,
     commit_count,

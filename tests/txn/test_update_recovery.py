@@ -9,8 +9,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import GIT, git, git_text, head, run_main, run_process, tree_snapshot
-from sources_helpers import Upstream
+from support.helpers import GIT, git, git_text, head, run_main, run_process, tree_snapshot
+from support.sources_helpers import Upstream
 
 from librarian.formats.config import load_lock
 

@@ -38,6 +38,7 @@ def test_an_items_kind_does_not_depend_on_the_kinds_memo(
     assert checked.code == 0, checked.out
 
 
+@pytest.mark.crash
 def test_a_files_mode_is_set_before_it_is_fsynced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

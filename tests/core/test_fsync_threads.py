@@ -10,6 +10,8 @@ import pytest
 
 from librarian.core.fsutil import _fsync_each
 
+pytestmark = pytest.mark.crash
+
 
 def test_an_error_that_is_not_an_oserror_in_a_worker_is_raised(tmp_path: Path) -> None:
     paths = [tmp_path / f"f{n}" for n in range(5)]

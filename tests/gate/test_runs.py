@@ -405,6 +405,7 @@ def test_a_timed_out_docker_run_kills_its_container(
     assert lines[1:] == [f"kill librarian-{run_id}"]
 
 
+@pytest.mark.crash
 def test_an_async_run_killed_before_its_supervisor_started_is_lost_at_once(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -222,6 +222,7 @@ def test_a_thin_pack_from_a_git_server_is_judged_too(
     assert "source served: upstream holds skills/ok/git~1" in _refused(result, library, before)
 
 
+@pytest.mark.crash
 def test_recovery_sweeps_a_quarantine_a_kill_left(
         team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     objects = library / ".git" / "objects"

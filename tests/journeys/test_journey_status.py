@@ -61,6 +61,7 @@ def test_a_managed_item_committed_with_git_is_modified_against_the_lock(
     assert plan["plans"][0]["items"][0]["local_edit"] is True
 
 
+@pytest.mark.crash
 def test_status_says_an_interrupted_change_is_pending(library: Path, sources: Path,
                                                       capsys: Capsys) -> None:
     source = make_skill(sources, "crashy")

@@ -27,6 +27,8 @@ from support.helpers import (
 
 from librarian.ops.create import init_library
 
+pytestmark = pytest.mark.crash
+
 
 @contextlib.contextmanager
 def tmpfs(where: Path, size: str) -> Iterator[Path]:

@@ -11,6 +11,8 @@ import pytest
 from librarian.core.model import ItemFile
 from librarian.store.library import Library
 
+pytestmark = pytest.mark.crash
+
 
 def _fsynced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []

@@ -18,6 +18,8 @@ from librarian.core import fsutil
 from librarian.ops.retention import retain
 from librarian.store.library import Library
 
+pytestmark = pytest.mark.crash
+
 
 class Counter:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:

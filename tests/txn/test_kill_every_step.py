@@ -50,7 +50,10 @@ KILLER = PROJECT / "tests" / "support" / "killer.py"
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
 EVERY = os.environ.get("LIBRARIAN_KILL_EVERY") == "1"
 REPORT = os.environ.get("LIBRARIAN_KILL_REPORT")
-pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge")
+pytestmark = [
+    pytest.mark.crash,
+    pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge"),
+]
 
 
 @dataclass(frozen=True)
@@ -130,10 +133,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return _build(tmp_path_factory.mktemp("kill-world"))
 
 
-def _librarian(library: Path, *args: str, kill_at: int | None = None, split: bool = False
-               ) -> subprocess.CompletedProcess[str]:
+def _child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "LIBRARIAN_"))}
     env["GIT_CONFIG_NOSYSTEM"] = "1"
+    return env
+
+
+def _librarian(library: Path, *args: str, kill_at: int | None = None, split: bool = False
+               ) -> subprocess.CompletedProcess[str]:
+    env = _child_env()
     if split:
         env["KILL_SPLIT"] = "1"
     command = [sys.executable, str(KILLER)] if kill_at is not None else [
@@ -245,6 +253,17 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
         with Path(REPORT).open("a") as handle:
             handle.write(f"{name} {steps} {len(_steps(steps))}\n")
     assert not failures, "\n".join(failures)
+
+
+def test_the_killed_commands_fsync_for_real() -> None:
+    """The crash marker keeps LIBRARIAN_TEST_FSYNC off these tests: the killed commands
+    make their writes durable as a user's would."""
+    assert "LIBRARIAN_TEST_FSYNC" not in os.environ
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "from librarian.core.fsutil import fsync_enabled; print(fsync_enabled())"],
+        env={**_child_env(), **os.environ}, capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "True"
 
 
 def test_the_killer_counts_and_kills(world: World, tmp_path: Path) -> None:

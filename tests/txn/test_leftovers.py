@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from support.helpers import assert_one_error_line, git_text, make_skill, run_main, write
 
+pytestmark = pytest.mark.crash
+
 
 def _journal(library: Path) -> dict[str, object]:
     head = git_text(library, "rev-parse", "HEAD").strip()

@@ -141,6 +141,7 @@ def test_a_damaged_object_in_the_childs_half_changes_nothing(
     assert_git_consistent(library)
 
 
+@pytest.mark.crash
 def test_writes_of_another_process_end_the_block_with_a_whole_sync(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[Path] = []

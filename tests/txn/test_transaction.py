@@ -250,6 +250,7 @@ def test_a_waiter_that_gives_up_keeps_the_holders_pid(library: Path) -> None:
         assert f"pid {os.getpid()}" in info.value.message
 
 
+@pytest.mark.crash
 def test_lock_file_left_by_a_dead_process_does_not_block(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -293,6 +294,7 @@ def _expected_after(before: dict[str, object], source: Path, item: str) -> dict[
     return expected
 
 
+@pytest.mark.crash
 @pytest.mark.parametrize("follow_up", ["recover", "next-command"])
 @pytest.mark.parametrize("point", [*ROLLED_BACK, *ROLLED_FORWARD])
 def test_crash_leaves_the_library_exactly_before_or_after(
@@ -357,6 +359,7 @@ def _skill_files(snapshot: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in snapshot.items() if not k.startswith(PLUGIN_DIR)}
 
 
+@pytest.mark.crash
 def test_crash_then_read_only_commands_work_and_recover_is_idempotent(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -371,6 +374,7 @@ def test_crash_then_read_only_commands_work_and_recover_is_idempotent(
     assert state_listing(library)  # the lock file and cache directories remain
 
 
+@pytest.mark.crash
 def test_recover_reports_what_it_did(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -434,6 +438,7 @@ def test_write_files_creates_every_nested_directory(tmp_path: Path) -> None:
     assert read_work_files(tmp_path / "item") == files
 
 
+@pytest.mark.crash
 def test_an_interrupt_after_the_branch_moved_keeps_the_journal_for_recovery(
     library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

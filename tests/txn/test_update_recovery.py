@@ -14,6 +14,8 @@ from support.sources_helpers import Upstream
 
 from librarian.formats.config import load_lock
 
+pytestmark = pytest.mark.crash
+
 Cap = pytest.CaptureFixture[str]
 
 #: crash point -> whether the update is committed once recovered

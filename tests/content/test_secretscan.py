@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import os
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,12 +153,11 @@ def test_common_api_tokens_are_refused(token: str, reason: str) -> None:
     assert secret_problem("notes.txt", f"key = {placeholder}\n".encode()) is None
 
 
-def test_binary_data_and_speed() -> None:
-    data = os.urandom(MIB)
-    started = time.perf_counter()
-    secret_problem("blob.bin", data)
-    secret_problem("text.md", b"The quick brown fox -- gh AKIA xo Ai\n" * 30000)
-    assert time.perf_counter() - started < 2.0
+def test_binary_data_and_long_text() -> None:
+    """Scanning speed is bench/'s to measure; here a megabyte of noise and a long text of
+    near misses are scanned to the end without a false alarm."""
+    assert secret_problem("blob.bin", bytes(range(256)) * (MIB // 256)) is None
+    assert secret_problem("text.md", b"The quick brown fox -- gh AKIA xo Ai\n" * 30000) is None
     assert secret_problem("img.png", b"\x89PNG\r\n" + pem("RSA PRIVATE KEY")) == (
         "private key block"
     )

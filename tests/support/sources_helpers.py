@@ -137,11 +137,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
+    """True once ``process`` listens on ``port``; False if it exited first (another test
+    took the port between ``free_port`` and its bind: the caller tries another)."""
+    deadline = time.monotonic() + timeout  # a bound on a hang, not a measure of speed
     while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
+            return process.poll() is None
         time.sleep(0.05)
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
@@ -151,14 +155,19 @@ def git_daemon(base: Path) -> Iterator[str]:
     """``git daemon`` serving every repository under ``base``; yields git://… base URL."""
     git = shutil.which("git")
     assert git is not None
-    port = free_port()
-    process = subprocess.Popen(
-        [git, "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
-         f"--port={port}", "--listen=127.0.0.1", str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    for _attempt in range(5):
+        port = free_port()
+        process = subprocess.Popen(
+            [git, "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+             f"--port={port}", "--listen=127.0.0.1", str(base)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        if _wait_for_port(port, process):
+            break
+        process.wait(10)
+    else:
+        raise RuntimeError("git daemon found no free port")
     try:
-        _wait_for_port(port)
         yield f"git://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -56,6 +56,7 @@ def _document(locked: dict[str, LockedSource]) -> dict[str, object]:
     return {"librarian-lock": 1, "sources": out}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(sources)
 def test_what_is_written_reads_back_the_same_on_the_fast_path_and_as_yaml(
@@ -69,6 +70,7 @@ def test_what_is_written_reads_back_the_same_on_the_fast_path_and_as_yaml(
     assert dump_lock(dict(reversed(list(locked.items())))) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(sources, st.data())
 def test_a_damaged_lock_is_refused_or_read_as_yaml_reads_it(

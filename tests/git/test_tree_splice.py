@@ -31,6 +31,7 @@ def _disjoint(paths: list[str]) -> list[str]:
     return kept
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, database=None)
 @given(before=st.dictionaries(_PATH, _CONTENT, max_size=8),
        changes=st.dictionaries(_PATH, st.none() | _CONTENT, max_size=6))
@@ -130,6 +131,7 @@ def test_a_raw_splice_is_the_tree_dulwich_builds(
         assert splice_entries(b"0" + raw, changes) is None
 
 
+@pytest.mark.slow
 def test_with_paths_splices_large_trees_as_it_builds_small_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The property above through ``with_paths``, every tree spliced however small."""

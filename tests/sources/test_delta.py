@@ -237,6 +237,7 @@ def _counter() -> Iterator[int]:
         yield number
 
 
+@pytest.mark.slow
 @requires_git
 @pytest.mark.parametrize("filters", _filters, ids=["none", "include", "exclude", "both"])
 def test_any_change_is_planned_as_the_full_read_plans_it(

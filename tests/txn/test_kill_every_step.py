@@ -201,6 +201,7 @@ def _steps(count: int) -> list[int]:
     return sorted({every[min(count - 1, round(i * stride))] for i in range(8)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_killed_at_every_write_step_recovers_to_before_or_after(
         name: str, world: World, tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ def _backup_refs(library: Path) -> list[str]:
     return sorted(p.name for p in refs.rglob("*") if p.is_file()) if refs.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(POINTS))
 def test_killed_update_is_recovered_to_exactly_before_or_after(
     tmp_path: Path, capsys: Cap, point: str
@@ -146,6 +147,7 @@ def _prepare_merge(tmp_path: Path, capsys: Cap) -> tuple[Path, bytes]:
     return library, skill.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(MERGE_POINTS))
 def test_killed_merging_update_keeps_the_edit(tmp_path: Path, capsys: Cap, point: str) -> None:
     library, edited = _prepare_merge(tmp_path, capsys)

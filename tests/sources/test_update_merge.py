@@ -404,7 +404,7 @@ def _item(body: list[str], notes: bytes | None, mode: int) -> dict[str, FileVers
 _notes = st.sampled_from([None, b"notes\n", b"notes v2\n", b"\0binary\n"])
 
 
-# each example is a real library and two updates (~0.5 s, mostly fsync): a dozen of them
+# each example is a real library and two updates: a dozen of them
 @settings(max_examples=12, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ours_edit=_body_edit, theirs_edit=_body_edit, ours_notes=_notes, theirs_notes=_notes,

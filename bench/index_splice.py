@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from librarian.store.gitindex import IndexEntry, build_index, splice_index  # noqa: E402
-from librarian.store.indexscan import read_index_paths  # noqa: E402
+from librarian.git.index import IndexEntry, build_index, splice_index  # noqa: E402
+from librarian.git.indexscan import read_index_paths  # noqa: E402
 
 FILES = ("README.md", "manifest.yaml", "prompt.md", "scripts/run.sh", "tests/case.yaml")
 

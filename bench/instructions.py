@@ -1,4 +1,4 @@
-"""Instructions of one update against git's, counted by valgrind (issue 12).
+"""Instructions of one update against git's, counted by valgrind.
 
     python bench/instructions.py --items 1000 [--changed 10] [--before DIR] [--import-only]
 

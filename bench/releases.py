@@ -20,12 +20,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.create import init_library
 from librarian.ops.publish import release
 from librarian.sources.releases import verify_sources
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
-from librarian.store.library import Library
 from librarian.trust.keys import generate_key
 
 
@@ -60,8 +61,8 @@ def main() -> None:
     for signed in (True, False) if args.signed_first else (False, True):
         kind = "signed" if signed else "unsigned"
         root = base / kind
-        init_library(root, "bench")
-        library = Library(root)
+        init_library(root, "bench", GENERATED)
+        library = Library(root, GENERATED)
         add_source(library, "team", str(publisher),
                    trust=(f"{key}.pub",) if signed else ())
         timed(f"first update ({kind})", lambda lib=library: update(lib))

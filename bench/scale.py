@@ -1,4 +1,4 @@
-"""Speed at scale (issue 12): librarian against git, and against an older librarian, paired.
+"""Speed at scale: librarian against git, and against an older librarian, paired.
 
     python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--resident] [--cases a,b,...]
 
@@ -183,8 +183,8 @@ def settle(upstream: Path) -> None:
 
 def drop_file_caches() -> None:
     """Sync, then drop the kernel's cached dentries and inodes (Linux, as root): with
-    millions cached, creating files costs several times more system time (docs/decisions.md,
-    the first install), for git and librarian alike."""
+    millions cached, creating files costs several times more system time (measured on the project's
+    machine), for git and librarian alike."""
     os.sync()
     try:
         Path("/proc/sys/vm/drop_caches").write_text("2\n")

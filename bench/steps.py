@@ -1,4 +1,4 @@
-"""Where one command's time goes, step by step, in-process (issue 12).
+"""Where one command's time goes, step by step, in-process.
 
     cd LIBRARY && PYTHONPATH=TREE python TREE/bench/steps.py update [ARGS...]
 
@@ -19,23 +19,23 @@ from collections.abc import Callable
 from typing import Any
 
 STEPS = (
-    ("librarian.store.txn", "Transaction.__enter__"),
-    ("librarian.store.snapshot", "load_lock"),
-    ("librarian.store.guard", "conflicted_paths"),
+    ("librarian.txn.transaction", "Transaction.__enter__"),
+    ("librarian.library.snapshot", "load_lock"),
+    ("librarian.library.guard", "conflicted_paths"),
     ("librarian.sources.update", "fetch_source"),
     ("librarian.sources.update", "plan_source"),
     ("librarian.sources.plan", "changed_since"),
     ("librarian.sources.plan", "read_collection"),
     ("librarian.sources.update", "_commit"),
     ("librarian.sources.update", "make_tree"),
-    ("librarian.store.gitstore", "GitStore.with_paths"),
+    ("librarian.git.repo", "GitStore.with_paths"),
     ("librarian.sources.update", "dump_lock"),
-    ("librarian.store.txn", "Transaction.commit_tree"),
-    ("librarian.store.gitstore", "GitStore.flush"),
-    ("librarian.store.txn", "staging.stage_changes"),
-    ("librarian.store.txn", "apply.swap_in"),
-    ("librarian.store.apply", "splice_index"),
-    ("librarian.store.txn", "TreeMemo.save_all"),
+    ("librarian.txn.transaction", "Transaction.commit_tree"),
+    ("librarian.git.repo", "GitStore.flush"),
+    ("librarian.txn.transaction", "staging.stage_changes"),
+    ("librarian.txn.transaction", "apply.swap_in"),
+    ("librarian.txn.apply", "splice_index"),
+    ("librarian.txn.transaction", "TreeMemo.save_all"),
     ("librarian.cli.render_sources", "update_output_text"),
 )
 

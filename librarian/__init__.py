@@ -20,8 +20,8 @@ _EXPORTS = {
     "ConflictError": "errors",
     "TrustError": "errors",
     "GateRefusal": "errors",
-    "Library": "store.library",
-    "find_library": "store.library",
+    "Library": "library.layout",
+    "find_library": "library.layout",
     "init_library": "ops.create",
     "retain": "ops.retention",
     "library_status": "ops.status",
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from librarian.errors import LibrarianError as LibrarianError
     from librarian.errors import TrustError as TrustError
     from librarian.errors import UsageError as UsageError
+    from librarian.library import Library as Library
+    from librarian.library import find_library as find_library
     from librarian.ops.checking import check_library as check_library
     from librarian.ops.create import init_library as init_library
     from librarian.ops.diffing import diff_library as diff_library
@@ -48,8 +50,6 @@ if TYPE_CHECKING:
     from librarian.ops.inventory import inspect_library as inspect_library
     from librarian.ops.retention import retain as retain
     from librarian.ops.status import library_status as library_status
-    from librarian.store.library import Library as Library
-    from librarian.store.library import find_library as find_library
 
 
 def __getattr__(name: str) -> Any:

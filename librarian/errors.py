@@ -1,4 +1,4 @@
-"""One exception root, one subclass per exit code (spec §3).
+"""One exception root, one subclass per exit code (spec §3.4).
 
 The command line maps these to exit codes and the one-line ``librarian: error: …`` format
 in exactly one place (``librarian.cli.main``); the library raises them and never prints.

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from support import helpers
 
+from librarian.agents.claude_manifests import GENERATED
+
 _REAL_HOME = Path(os.environ.get("HOME") or Path.home())
 
 
@@ -69,7 +71,7 @@ def library(tmp_path: Path) -> Path:
     from librarian.ops.create import init_library
 
     root = tmp_path / "lib"
-    init_library(root, "test-lib")
+    init_library(root, "test-lib", GENERATED)
     return root
 
 

@@ -2,6 +2,6 @@
 functions over the library (``skills``, ``tools``, ``curation``), the MCP server over the
 official SDK (``server``: the only module that imports ``mcp``, and only ``librarian mcp``
 imports it), and the Codex configuration export (``codex``). The Claude Code manifests are
-kept by every commit (``librarian.store.plugin``).
+kept by every commit (``librarian.agents.claude_manifests``).
 
 May import: ``librarian.ops`` and everything below it; ``server`` also the ``mcp`` SDK."""

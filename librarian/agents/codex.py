@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
+from librarian.agents.claude_manifests import committed_config
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES
 from librarian.core.values import frozen
-from librarian.store.library import Library, committed_items
-from librarian.store.plugin import committed_config
+from librarian.library import Library, committed_items
 
 
 @frozen

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from librarian.agents.claude_manifests import committed_config
 from librarian.core.events import acting_agent
 from librarian.core.model import ItemFile
 from librarian.core.receipts import Receipt
@@ -18,10 +19,9 @@ from librarian.errors import UsageError
 from librarian.formats.config import DEFAULT_AGENT_VERBS
 from librarian.formats.yamlio import dump_yaml
 from librarian.gate.exposure import expose
+from librarian.library import Library
 from librarian.ops.lifecycle import defer, discard, promote
 from librarian.ops.retention import retain_files
-from librarian.store.library import Library
-from librarian.store.plugin import committed_config
 
 #: MCP tool name -> the ``agents.may`` verb that grants it
 TOOL_VERBS = {"draft_skill": "draft", "draft_recipe": "draft", "promote": "promote",

@@ -32,9 +32,9 @@ from librarian import __version__
 from librarian.agents import skills, tools
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
-from librarian.prompt.model import Registry
+from librarian.library import Library
+from librarian.prompt.entries import Registry
 from librarian.prompt.registry import load_registry
-from librarian.store.library import Library
 
 LOG = logging.getLogger("librarian.mcp")
 POLL_SECONDS = 0.5

@@ -18,11 +18,11 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.prompt.model import Registry
+from librarian.git import GitStore
+from librarian.library import Item, Library, committed_items
+from librarian.prompt.entries import Registry
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Item, Library, committed_items
 
 SCHEME = "skill://"
 MAX_FILE_BYTES = 8 * 1024 * 1024  # the default per-file bound: nothing larger is committed

@@ -16,8 +16,8 @@ from librarian.errors import UsageError
 from librarian.gate.runner import start_run
 from librarian.gate.runs import RunRecord, refresh, result_receipt, run_dir_of, wait_run
 from librarian.gate.tools import ToolContract
-from librarian.prompt.model import Registry
-from librarian.store.library import Library
+from librarian.library import Library
+from librarian.prompt.entries import Registry
 
 JSON_TYPES = {"string": "string", "integer": "integer", "number": "number",
               "boolean": "boolean", "path": "string"}

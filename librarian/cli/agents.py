@@ -24,7 +24,7 @@ def mcp(as_json: JsonOpt = False) -> None:
         if not (exc.name or "").startswith("mcp"):
             raise
         raise UsageError("`librarian mcp` needs the MCP SDK, which is not installed",
-                         hint="pip install 'librarian[mcp]'") from None
+                         hint="pip install 'agent-librarian[mcp]'") from None
     serve(current_library())
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from librarian.store.library import Library
+    from librarian.library import Library
 
 #: ``-h`` as well as ``--help``, on every command and group.
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -35,9 +35,12 @@ class State:
 
 
 def current_library() -> Library:
-    from librarian.store.library import find_library
+    """The library this command works on, opened with the files its commits generate (the
+    Claude Code manifests, which the agents layer makes)."""
+    from librarian.agents.claude_manifests import GENERATED
+    from librarian.library import find_library
 
-    return find_library(State.library)
+    return find_library(State.library, generated=GENERATED)
 
 
 def emit(value: Any, as_json: bool, human: str | None = None) -> None:

@@ -27,10 +27,11 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a new library from the template, with its first commit."""
+    from librarian.agents.claude_manifests import GENERATED
     from librarian.cli.render import receipt_text
     from librarian.ops.create import init_library
 
-    receipt = init_library(path, name)
+    receipt = init_library(path, name, GENERATED)
     emit(receipt, as_json, receipt_text(receipt))
 
 
@@ -156,7 +157,7 @@ def check(
 @app.command()
 def recover(as_json: JsonOpt = False) -> None:
     """Finish or roll back an interrupted change."""
-    from librarian.store.recovery import recover_library
+    from librarian.txn import recover_library
 
     outcome = recover_library(current_library())
     message = outcome or "nothing to recover"

@@ -194,7 +194,8 @@ def log_text(entries: list[LogEntry]) -> str:
     out = []
     for entry in entries:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.time))
-        out.append(f"{entry.commit[:12]} {when} {entry.subject}")
+        author = entry.author.split(" <", 1)[0]
+        out.append(f"{entry.commit[:12]} {when} {author}: {entry.subject}")
         out += [f"    {k}: {v}" for k, v in entry.trailers]
     return "\n".join(out) if out else "(no retention events)"
 
@@ -262,6 +263,6 @@ def review_text(report: ReviewReport) -> str:
 
 
 def error_line(message: str, hint: str | None = None) -> str:
-    """The one line an error is on stderr (spec §3), with its hint when there is one."""
+    """The one line an error is on stderr (spec §3.4), with its hint when there is one."""
     text = " ".join(message.split())
     return f"librarian: error: {text}" + (f" (hint: {' '.join(hint.split())})" if hint else "")

@@ -33,8 +33,8 @@ def item_report_text(report: ItemReport) -> str:
         lines.append(f"  locked     {p.locked_digest or '(not locked)'}")
         lines.append(f"  HEAD       {p.head_digest} ({agree} the lock)")
     lines.append(f"  revisions  {len(report.revisions)}")
-    lines += [f"    {r['commit'][:12]} {_when(r['time'])} {r['subject']}"
-              for r in report.revisions]
+    lines += [f"    {r['commit'][:12]} {_when(r['time'])} {r['author'].split(' <', 1)[0]}: "
+              f"{r['subject']}" for r in report.revisions]
     if info.kind == "recipe":
         exposed = ", ".join(f"{t['tool']} ({t['status']})" for t in report.exposed_as)
         lines.append(f"  exposed as {exposed or 'no tool'}")

@@ -9,7 +9,7 @@ from librarian.cli.render import count, receipt_text, to_jsonable
 
 if TYPE_CHECKING:  # rendering must not import what the command did not use
     from librarian.core.receipts import BackupReceipt
-    from librarian.sources.planned import PlannedItem
+    from librarian.sources.plan_values import PlannedItem
     from librarian.sources.releases import ReleaseInfo, VerifyReport
     from librarian.sources.subscriptions import SourceInfo
     from librarian.sources.update import SourcePlan, UpdateReport
@@ -103,7 +103,7 @@ def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
         return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
     # only a plan holding a merge pays for these imports (rendering imports what it uses)
     from librarian.content.patch import tree_diff
-    from librarian.store.merge import describe_hunk
+    from librarian.git import describe_hunk
 
     if not merge.clean and item.action != "conflict":  # --force took upstream's side
         return [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "

@@ -85,7 +85,7 @@ def source_remove(
 
 
 #: ``outdated`` exits with this when something is outdated (0: all up to date). Distinct
-#: from 0-5 (spec §3), as ``npm outdated`` exits 1; see docs/commands.md.
+#: from 0-5 (spec §3.4), as ``npm outdated`` exits 1; see docs/commands.md.
 EXIT_OUTDATED = 10
 
 DiffOpt = Annotated[bool, typer.Option(

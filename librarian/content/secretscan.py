@@ -1,4 +1,4 @@
-"""Refuse files that look like secrets (spec §2) before they enter a git history forever.
+"""Refuse files that look like secrets (spec §2.5) before they enter a git history forever.
 
 One precompiled bytes regex over the whole file (files are at most ``max_file_bytes``,
 8 MiB by default: ~17 ms a MiB), run only when the file holds one of the fixed prefixes

@@ -1,4 +1,4 @@
-"""Per-item digests: the id of the item directory's git tree (spec §2).
+"""Per-item digests: the id of the item directory's git tree (spec §2.12).
 
 The same function yields the SHA-256 digest users see (``sha256:<hex>``) and the SHA-1
 tree id the library's own git repository stores, so drift can be found by comparing tree

@@ -269,3 +269,15 @@ def atomic_write(path: Path, data: bytes | bytearray, *, mode: int = 0o644) -> N
             tmp.unlink()
         raise
     fsync_dir(directory)
+
+def cache_dir_ready(path: Path) -> bool:
+    """Whether the directory of the cache file ``path`` (``.git/librarian/cache``) can be
+    written in: never created in a non-library (no ``.git/librarian``), never written
+    through when it is a link."""
+    if not path.parent.parent.is_dir():
+        return False
+    try:
+        path.parent.mkdir(exist_ok=True)
+        return stat.S_ISDIR(path.parent.lstat().st_mode)
+    except OSError:
+        return False

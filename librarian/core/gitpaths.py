@@ -1,4 +1,4 @@
-"""Git's own rules for what a tree may hold, as one pure module (spec §2, Paths).
+"""Git's own rules for what a tree may hold, as one pure module (spec §2.8).
 
 A path that git, or git on another operating system, would read as ``.git`` lets a tree
 write into the repository's own metadata on checkout; git refuses such trees (``fsck``

@@ -1,4 +1,4 @@
-"""The Agent Skills name rule, shared by items, tools and sources (spec §2)."""
+"""The Agent Skills name rule, shared by items, tools and sources (spec §2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Progress of long work (spec §3, §6.6), reported by the library and shown by the CLI.
+"""Progress of long work (spec §3.3, §6.6), reported by the library and shown by the CLI.
 
 The library never prints: it names its phases (``phase("plan", total)``) and counts its
 steps (``advance()``), and the reporter that the command line installs with ``reporting``

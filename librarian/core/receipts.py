@@ -1,4 +1,4 @@
-"""Receipts: what a changing command hands back (spec §3). ``--json`` prints them as is.
+"""Receipts: what a changing command hands back (spec §3.5). ``--json`` prints them as is.
 
 The fields every reader needs are typed; ``details`` holds the rest of a receipt's JSON
 document (flattened into it), which only ``--json`` readers look at.

@@ -112,7 +112,7 @@ def _is_library(path: str) -> bool:
 
 
 def library_root(args: list[str]) -> str | None:
-    """The library a command line names, by the rules of ``store.library.find_library``:
+    """The library a command line names, by the rules of ``library.layout.find_library``:
     ``--library``, else ``$LIBRARIAN_LIBRARY``, else the nearest parent of the current
     directory holding library.yaml. The user config's default library is not read here
     (that needs the YAML parser): such a command runs in-process."""

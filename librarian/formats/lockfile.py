@@ -1,4 +1,4 @@
-"""``librarian.lock`` (spec §2): one fixed shape, one item a line, any size.
+"""``librarian.lock`` (spec §2.13): one fixed shape, one item a line, any size.
 
 The lock is written by this module only, in one shape: sorted keys, two-space indents,
 each scalar plain when YAML would read it back as that very string, else double-quoted

@@ -1,4 +1,4 @@
-"""recipe.yaml: the manifest of a capability (spec §2), and typing of caller inputs.
+"""recipe.yaml: the manifest of a capability (spec §2.6), and typing of caller inputs.
 
 Unknown keys are errors (unlike SKILL.md, this format is ours), and every problem names
 its field, e.g. ``inputs.depth.default: must be an integer, got string``.

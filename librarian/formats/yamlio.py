@@ -7,7 +7,7 @@ anchor or a tag (``&`` or ``!``), so the large lock file is parsed once.
 
 PyYAML is imported by the functions that parse or dump, not with this module (~11 ms of
 start-up): the lock's fixed shape (``formats/lockfile.py``), the configuration remembered
-by blob id (``store/snapshot.py``) and a flat document (``_flat_mapping``: one ``key:
+by blob id (``library/snapshot.py``) and a flat document (``_flat_mapping``: one ``key:
 words`` a line, the shape of most SKILL.md frontmatter) are read without it, so a warm
 ``status``, and an ``update`` of skills whose frontmatter is flat, never load it.
 """

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
+from librarian.cache import DigestCache
 from librarian.content.patch import tree_diff
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.fsutil import atomic_write
@@ -35,11 +36,9 @@ from librarian.formats.recipe import coerce_input, input_env_name
 from librarian.gate.environments import environment_availability, path_input_problem
 from librarian.gate.ledger import REFUSED, LedgerEntry, append, now
 from librarian.gate.tools import tool_state
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Item, Library
-from librarian.store.lock import library_lock
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
+from librarian.git import GitStore
+from librarian.library import Item, Library, Snapshot
+from librarian.txn import library_lock
 
 APPROVALS_FILE = "approvals.json"
 Entry = Literal["tool", "recipe"]

@@ -21,10 +21,9 @@ from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
 from librarian.gate.checks import is_approved
 from librarian.gate.environments import environment_availability
-from librarian.store.gitstore import ObjectId
-from librarian.store.library import Item, Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.txn import Transaction
+from librarian.git import ObjectId
+from librarian.library import Item, Library, Snapshot
+from librarian.txn import Transaction
 
 
 def contract_problems(manifest: RecipeManifest) -> list[str]:

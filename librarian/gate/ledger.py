@@ -18,7 +18,7 @@ from typing import Any
 
 from librarian.core.fsutil import fsync_now
 from librarian.core.values import frozen
-from librarian.store.library import Library
+from librarian.library import Library
 
 LEDGER_FILE = "usage.jsonl"
 SUCCESS = frozenset({"succeeded"})

@@ -12,7 +12,7 @@ import shutil
 
 from librarian.errors import UsageError
 from librarian.gate.runs import RunRecord, list_runs, runs_dir
-from librarian.store.library import Library
+from librarian.library import Library
 
 DEFAULT_KEEP = 50
 

@@ -61,7 +61,7 @@ from librarian.gate.runs import (
     runs_dir,
     write_record,
 )
-from librarian.store.library import Library
+from librarian.library import Library
 
 DEFAULT_TIMEOUT = 600  # seconds, for a recipe that declares none
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"

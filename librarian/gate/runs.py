@@ -32,7 +32,7 @@ from librarian.core.receipts import RunReceipt, RunResultReceipt
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.ledger import LedgerEntry, append
-from librarian.store.library import Library
+from librarian.library import Library
 
 RUNS_DIR = "runs"
 RECORD_FILE = "record.json"

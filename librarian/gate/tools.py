@@ -15,14 +15,13 @@ import stat
 from collections.abc import Callable
 from typing import Any, Literal
 
+from librarian.cache import DigestCache
 from librarian.core.model import SOURCES_DIR
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import ToolEntry
-from librarian.store.gitstore import ObjectId
-from librarian.store.library import Item
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
+from librarian.git import ObjectId
+from librarian.library import Item, Snapshot
 
 Staleness = Literal["gone", "invalid", "changed"]
 GONE = "the recipe is gone"
@@ -104,7 +103,7 @@ class ToolContract:
     timeout: int | None = None
 
 
-#: A recipe's manifest summary (``store.manifests.summarize``'s shape), possibly cached.
+#: A recipe's manifest summary (``library.summary.summarize``'s shape), possibly cached.
 Summarize = Callable[[Item], dict[str, Any]]
 
 
@@ -122,7 +121,7 @@ def tool_contracts(snapshot: Snapshot,
     contract."""
     if summarize is None:
         # Imported here: status reads tool states, never manifests.
-        from librarian.store.manifests import summarize as summarize_manifest
+        from librarian.library import summarize as summarize_manifest
 
         def summarize(item: Item) -> dict[str, Any]:
             return summarize_manifest(snapshot.store, item)

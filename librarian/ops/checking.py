@@ -38,10 +38,8 @@ from librarian.formats.config import (
     load_lock,
     load_tools,
 )
-from librarian.store.gitstore import GitStore
-from librarian.store.indexscan import read_index
-from librarian.store.library import Library
-from librarian.store.plugin import expected_plugin_files, plugin_problems
+from librarian.git import GitStore, read_index
+from librarian.library import Library
 
 Loader = Callable[[], bytes]
 #: (posix path in the library, git mode, content loader)
@@ -273,7 +271,6 @@ def check_library(
             _index_entries(library, store, index_file) if staged else _work_entries(library.root)
         )
         items, top, problems = _group(entries)
-        manifests = {e[0]: e[2]() for e in entries if e[0] in (PLUGIN_FILE, MARKETPLACE_FILE)}
         policy = Policy()
         if LIBRARY_FILE not in top:
             problems.append(f"{LIBRARY_FILE}: missing")
@@ -297,8 +294,10 @@ def check_library(
         for entry in loose:
             problems.extend(_file_problems(entry, frozenset(policy.allowed_secrets)))
         skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
-        expected = None if staged else expected_plugin_files(store, store.tree_of(store.head()))
-        problems.extend(plugin_problems(manifests, expected, skill_dirs))
+        for maker in library.generated:  # the files the library generates (library/generated.py)
+            found = {e[0]: e[2]() for e in entries if e[0] in maker.paths}
+            expected = None if staged else maker.expected(store, store.tree_of(store.head()))
+            problems.extend(maker.problems(found, expected, skill_dirs))
         seen: dict[str, str] = {}
         warnings: list[str] = []
         digests: dict[str, str] = {}

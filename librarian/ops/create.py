@@ -14,10 +14,9 @@ from librarian.core.receipts import Receipt
 from librarian.core.resources import template_dir
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import LIBRARY_FILE, dump_library_config, load_library_config
-from librarian.store.changes import FileChange
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Library, is_library
-from librarian.store.txn import Transaction
+from librarian.git import GitStore
+from librarian.library import GeneratedFiles, Library, is_library
+from librarian.txn import FileChange, Transaction
 
 #: Template entries that are material for demos and tests, not part of a new library.
 _NOT_COPIED = {"examples"}
@@ -42,7 +41,10 @@ def _template_files(name: str) -> list[FileChange]:
     return changes
 
 
-def init_library(path: Path, name: str | None = None) -> Receipt:
+def init_library(path: Path, name: str | None = None,
+                 generated: tuple[GeneratedFiles, ...] = ()) -> Receipt:
+    """A new library at ``path``: a git repository whose first commit holds the template
+    (and the ``generated`` files its makers derive from it)."""
     root = path.expanduser().absolute()
     if is_library(root):
         raise ConflictError(f"{root} is already a library")
@@ -56,7 +58,7 @@ def init_library(path: Path, name: str | None = None) -> Receipt:
     root.mkdir(parents=True, exist_ok=True)
     try:
         GitStore.initialise(root).close()
-        library = Library(root)
+        library = Library(root, generated)
         with Transaction(library, first=True) as tx:
             for change in changes:
                 tx.change(change)

@@ -6,10 +6,9 @@ from librarian.content.patch import file_diff, tree_diff
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
+from librarian.git import GitStore, ObjectId
+from librarian.library import Library, Snapshot
 from librarian.ops.status import library_status
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
 
 
 def _committed_files(store: GitStore, tree: ObjectId | None) -> tuple[ItemFile, ...]:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from librarian.core.events import parse_message
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library, committed_items
-from librarian.store.revparse import walk_log
+from librarian.git import GitStore, ObjectId, walk_history
+from librarian.library import Library, committed_items
 
 ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
@@ -70,7 +69,7 @@ class _Follow:
 
 
 def _entries(store: GitStore, head: ObjectId | None) -> Iterator[LogEntry]:
-    for info in walk_log(store, head):
+    for info in walk_history(store, head):
         event = parse_message(info.message)
         if event is None or event.kind is None:
             continue

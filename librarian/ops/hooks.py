@@ -12,7 +12,7 @@ from pathlib import Path
 from librarian.core.fsutil import atomic_write
 from librarian.core.resources import hooks_dir
 from librarian.errors import ConflictError
-from librarian.store.library import Library
+from librarian.library import Library
 
 
 def install_hooks(library: Library, *, force: bool = False) -> list[str]:

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import field
 from typing import Any, Literal
 
+from librarian.cache import DigestCache, TreeMemo
 from librarian.core.manifests import RecipeManifest
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.progress import counted
@@ -13,12 +14,9 @@ from librarian.core.values import frozen
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
+from librarian.library import Item, Library, Snapshot
 from librarian.ops.history import LogEntry, read_log
 from librarian.sources.subscriptions import source_infos
-from librarian.store.library import Item, Library
-from librarian.store.memo import TreeMemo
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
 
 Section = Literal["skills", "recipes", "drafts", "tools", "sources"]
 SECTIONS: tuple[Section, ...] = ("skills", "recipes", "drafts", "tools", "sources")
@@ -64,7 +62,7 @@ def _section_of(item: Item) -> Section:
 
 def describe(snapshot: Snapshot, item: Item, *, verbose: bool) -> ItemInfo:
     """The item as ``inspect`` shows it. What is judged from its content is remembered by
-    tree id and policy (store/memo.py): a second ``inspect`` of 10,000 items reads none."""
+    tree id and policy (cache/memo.py): a second ``inspect`` of 10,000 items reads none."""
     memo = TreeMemo.of(snapshot.store, "inspect")
     key = f"2:{item.tree.decode()}:{_policy_key(snapshot)}"  # 2: the shape of the value
     known = memo.get(key)

@@ -9,17 +9,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from librarian.cache import DigestCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.values import frozen
 from librarian.gate.checks import approvals_of
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_state
+from librarian.library import Item, Library, Snapshot
 from librarian.ops.history import read_log
 from librarian.ops.inventory import ItemInfo, describe
 from librarian.sources.subscriptions import source_infos
-from librarian.store.library import Item, Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
 
 
 @frozen
@@ -60,8 +59,9 @@ def inspect_item(library: Library, name: str) -> ItemReport:
             for tool, entry in sorted(snapshot.tools.items()) if entry.recipe == item.path)
         provenance = _provenance(snapshot, item) if item.state == "managed" else None
     revisions = tuple(
-        {"event": e.event, "commit": e.commit, "time": e.time, "subject": e.subject,
-         "digest": e.trailer("Librarian-Digest")} for e in read_log(library, item.path))
+        {"event": e.event, "commit": e.commit, "time": e.time, "author": e.author,
+         "subject": e.subject, "digest": e.trailer("Librarian-Digest")}
+        for e in read_log(library, item.path))
     approvals: tuple[dict[str, Any], ...] = ()
     usage = None
     if item.kind == "recipe":

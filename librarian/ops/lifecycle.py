@@ -12,16 +12,15 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
+from librarian.cache import DigestCache
 from librarian.core.events import trailers
 from librarian.core.model import KIND_DIRS
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, LibrarianError, UsageError
+from librarian.git import ObjectId
+from librarian.library import Item, Library, Snapshot
 from librarian.ops.retention import evidence_text
-from librarian.store.gitstore import ObjectId
-from librarian.store.library import Item, Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
-from librarian.store.txn import Transaction
+from librarian.txn import Transaction
 
 MANAGED_HINT = "change it upstream or retain a copy under a new name"
 

@@ -23,9 +23,8 @@ from librarian.core.receipts import Receipt
 from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import LIBRARY_FILE, load_library_config
+from librarian.git import GitStore, ObjectId, dirty_paths, tagger, write_tag
 from librarian.sources.upstream import Skipped, find_item_trees, judge_item
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.tags import dirty_paths, tagger, write_tag
 from librarian.trust.keys import load_signing_key
 from librarian.trust.statement import DEFAULT_EXPIRY_DAYS, dump_statement, new_statement
 from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_version, signed_tag

@@ -12,16 +12,14 @@ from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemFile
 from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError
-from librarian.store.changes import CommitResult
-from librarian.store.library import Library
-from librarian.store.snapshot import head_policy
-from librarian.store.txn import Transaction
+from librarian.library import Library, head_policy
+from librarian.txn import CommitResult, Transaction
 
 UNKNOWN_EVIDENCE = "unknown"
 
 
 def evidence_text(evidence: str | None) -> str:
-    # Missing evidence is recorded as "unknown", never as a low score (spec §2).
+    # Missing evidence is recorded as "unknown", never as a low score (spec §2.15).
     return evidence.strip() if evidence and evidence.strip() else UNKNOWN_EVIDENCE
 
 

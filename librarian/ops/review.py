@@ -10,14 +10,12 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 
+from librarian.cache import DigestCache
 from librarian.core.events import parse_message
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Item, Library
-from librarian.store.revparse import walk_log
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
+from librarian.git import GitStore, walk_log
+from librarian.library import Item, Library, Snapshot
 
 #: status values, in the order ``review`` lists them
 DUE, NEW, DEFERRED = "due", "new", "deferred"

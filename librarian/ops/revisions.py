@@ -15,6 +15,8 @@ from librarian.core.names import check_name
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE
+from librarian.git import GitStore, ObjectId, resolve, walk_history
+from librarian.library import Item, Library, Snapshot
 from librarian.ops.lifecycle import (
     committed_digest,
     exposing_tools,
@@ -22,11 +24,7 @@ from librarian.ops.lifecycle import (
     require,
 )
 from librarian.ops.retention import evidence_text
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Item, Library
-from librarian.store.revparse import resolve, walk_log
-from librarian.store.snapshot import Snapshot
-from librarian.store.txn import Transaction
+from librarian.txn import Transaction
 
 
 def _tools_by_recipe(snapshot: Snapshot) -> dict[str, str]:
@@ -157,7 +155,7 @@ def _find_previous(
                 hint=f"`librarian log {name}` lists the commits that touched it",
             )
         return commit.decode(), found[0], found[1]
-    for info in walk_log(store, head):
+    for info in walk_history(store, head):
         found = _retained_at(store, info.tree, name)
         if found is not None:
             return info.id.decode(), found[0], found[1]

@@ -15,19 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from librarian.cache import DigestCache, TreeMemo, WorkTreeCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, LockedSource
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.ignores import GitIgnores
-from librarian.store.library import Item, Library
-from librarian.store.memo import TreeMemo
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache, WorkTreeCache
-from librarian.store.trees import blob_sha1
+from librarian.git import GitIgnores, GitStore, ObjectId, TreeEntry, blob_sha1
+from librarian.library import Item, Library, Snapshot
 
 State = Literal["clean", "modified", "missing", "untracked"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)

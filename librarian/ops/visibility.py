@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from librarian.cache import DigestCache
 from librarian.core.events import trailers
 from librarian.core.receipts import Receipt
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, dump_library_config
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import DigestCache
-from librarian.store.txn import Transaction
+from librarian.library import Library, Snapshot
+from librarian.txn import Transaction
 
 Field = str  # "hidden" | "resident"
 

@@ -10,16 +10,15 @@ from librarian.core.model import MANIFEST_FILES
 from librarian.formats.config import LIBRARY_FILE
 from librarian.formats.skillmd import parse_skill_md
 from librarian.gate.tools import tool_contracts
+from librarian.git import GitStore
+from librarian.library import Item, Snapshot
 from librarian.prompt.cache import ItemSummaries
-from librarian.prompt.model import (
+from librarian.prompt.entries import (
     RecipeEntry,
     Registry,
     ResidentSkill,
     SkillEntry,
 )
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Item
-from librarian.store.snapshot import Snapshot
 
 
 def build_registry(snapshot: Snapshot) -> Registry:

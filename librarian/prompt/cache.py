@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from librarian.core.fsutil import atomic_write, read_regular
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Item, Library
-from librarian.store.manifests import summarize
+from librarian.git import GitStore
+from librarian.library import Item, Library, summarize
 
 CACHE_VERSION = 2  # 2: tool contracts carry their pinned digest
 REGISTRY_CACHE = "prompt.json"

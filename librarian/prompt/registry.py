@@ -15,7 +15,7 @@ Two caches under ``.git/librarian/cache/`` keep it fast:
   description, recipe contract). Tree ids are immutable, so after a retention only the
   new item is parsed.
 
-Values are in ``prompt.model``, building in ``prompt.build``, the caches in
+Values are in ``prompt.entries``, building in ``prompt.build``, the caches in
 ``prompt.cache``, rendering (formats, ``--budget``) in ``prompt.render``.
 """
 
@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 
+from librarian.library import Library, Snapshot
 from librarian.prompt.build import build_registry
 from librarian.prompt.cache import REGISTRY_CACHE, read_json, write_json
-from librarian.prompt.model import Registry
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
+from librarian.prompt.entries import Registry
 
 
 def load_registry(library: Library, *, use_cache: bool = True) -> Registry:

@@ -21,7 +21,7 @@ from librarian.core.jsonable import to_jsonable
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.tools import ToolContract
-from librarian.prompt.model import RecipeEntry, Registry, SkillEntry
+from librarian.prompt.entries import RecipeEntry, Registry, SkillEntry
 
 Format = Literal["xml", "markdown", "json"]
 FORMATS: tuple[Format, ...] = ("xml", "markdown", "json")

@@ -17,8 +17,8 @@ from librarian.core.digest import MODE_TREE
 from librarian.core.events import format_message
 from librarian.core.values import frozen
 from librarian.errors import ConflictError
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.library import Library
+from librarian.git import GitStore, ObjectId, TreeEntry
+from librarian.library import Library
 
 BACKUP_PREFIX = "refs/librarian/backups"
 

@@ -1,7 +1,7 @@
 """The collection of a new upstream commit from what changed since the locked one.
 
 An update of 10 items of 10,000 would otherwise walk the whole upstream tree to find them.
-When the plan of the locked commit is remembered (``sources.remembered``: the locked
+When the plan of the locked commit is remembered (``sources.plan_memo``: the locked
 upstream commit planned against this very collection tree, lock and ``library.yaml``
 kept every item, with these skipped items and this many filtered out), the
 new commit's collection can differ from the lock's items only inside the directories where
@@ -30,6 +30,7 @@ from typing import NamedTuple
 from librarian.core.model import Policy
 from librarian.core.values import frozen
 from librarian.formats.config import SourceConfig
+from librarian.git import GitStore, ObjectId, entry_set
 from librarian.sources.upstream import (
     MAX_DEPTH,
     NAME_TAKEN,
@@ -44,8 +45,6 @@ from librarian.sources.upstream import (
     unsafe_part,
     verdicts,
 )
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.rawtree import entry_set
 
 #: Per folder compared, the (name, raw name) of its directories the same on both sides.
 Unchanged = list[tuple[str, list[tuple[str, bytes]]]]

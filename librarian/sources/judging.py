@@ -30,8 +30,8 @@ from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import ItemFile, Policy
 from librarian.core.values import frozen
 from librarian.errors import ValidationError
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.library import remember_kind
+from librarian.git import GitStore, ObjectId, TreeEntry
+from librarian.library import remember_kind
 
 MAX_DEPTH = 32
 

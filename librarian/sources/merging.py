@@ -2,7 +2,7 @@
 
 The three sides of one item (spec §6.3): *base*, the locked upstream version (the item's
 committed tree, whose digest is the lock's); *ours*, the work tree; *theirs*, the new
-upstream (the admitted tree). The per-file merge itself is ``librarian.store.merge``'s;
+upstream (the admitted tree). The per-file merge itself is ``librarian.git.merge``'s;
 this module reads the sides and turns the result into a ``MergeOutcome`` the plan carries.
 """
 
@@ -16,9 +16,8 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library
-from librarian.store.merge import FileConflict, FileVersion, describe_hunk, merge_files
+from librarian.git import FileConflict, FileVersion, GitStore, ObjectId, describe_hunk, merge_files
+from librarian.library import Library
 
 
 @frozen

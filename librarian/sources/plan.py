@@ -10,7 +10,7 @@ file (``librarian.sources.merging``): ``merge`` when every file merges, else ``c
 Applying a plan is ``librarian.sources.update``'s.
 
 A plan in which upstream changed nothing (every item kept, unchanged upstream, so the work
-tree was not looked at) is remembered (``sources.remembered``); the next plan from the same
+tree was not looked at) is remembered (``sources.plan_memo``); the next plan from the same
 ids is that plan again without reading upstream or judging any item: the items are the
 lock's, their trees one lookup each in the committed collection. When the plan of the
 locked commit is remembered (an update remembers its own), a new upstream commit is read
@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from librarian.cache import WorkTreeCache
 from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.model import MANIFEST_FILES, ItemKind, Policy
 from librarian.core.progress import counted
@@ -32,9 +33,11 @@ from librarian.formats.config import (
     LockedSource,
     SourceConfig,
 )
+from librarian.git import GitStore, ObjectId, TreeEntry, strip_credentials
+from librarian.library import Library
 from librarian.sources.delta import Delta, changed_since
-from librarian.sources.planned import Action, KeptItems, PlannedItem, SourcePlan, item_name
-from librarian.sources.remembered import PlanMemo, Remembered
+from librarian.sources.plan_memo import PlanMemo, Remembered
+from librarian.sources.plan_values import Action, KeptItems, PlannedItem, SourcePlan, item_name
 from librarian.sources.upstream import (
     Collection,
     Skipped,
@@ -42,10 +45,6 @@ from librarian.sources.upstream import (
     find_item_trees,
     read_collection,
 )
-from librarian.store.gitremote import strip_credentials
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.library import Library
-from librarian.store.statcache import WorkTreeCache
 
 if TYPE_CHECKING:
     from librarian.sources.merging import MergeOutcome
@@ -317,7 +316,7 @@ def _plan_item(
         return planned("conflict", "local edit, changed upstream (a link or special file in "
                        "the work tree: no merge)")
     # Imported here for start-up cost: only a plan with a locally edited item upstream
-    # changed needs the three-way merge (librarian.store.merge).
+    # changed needs the three-way merge (librarian.git.merge).
     from librarian.sources.merging import plan_merge
 
     outcome = plan_merge(library, store, library_path, committed, pin, upstream.tree)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from librarian.content.patch import tree_diff
 from librarian.core.values import frozen
+from librarian.library import Library
 from librarian.sources.update import Progress, UpdateReport, outdated, update
-from librarian.store.library import Library
 
 CHANGING = ("add", "update", "remove", "conflict")
 

@@ -24,14 +24,19 @@ from librarian.core.digest import content_digest
 from librarian.core.values import frozen
 from librarian.errors import TrustError, UsageError
 from librarian.formats.config import LockedSource, SourceConfig
+from librarian.git import (
+    FetchResult,
+    GitStore,
+    ObjectId,
+    fetch_ref,
+    remote_refs,
+    strip_credentials,
+    tag_bytes,
+)
+from librarian.library import Library, Snapshot
 from librarian.sources.plan import installed_items, source_ref
-from librarian.sources.planned import SourcePlan
+from librarian.sources.plan_values import SourcePlan
 from librarian.sources.upstream import find_item_trees
-from librarian.store.gitremote import FetchResult, fetch_ref, strip_credentials
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.tags import remote_refs, tag_bytes
 
 if TYPE_CHECKING:
     from librarian.trust.policy import VerifiedRelease

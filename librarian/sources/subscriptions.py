@@ -14,6 +14,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from librarian.cache import WorkTreeCache
 from librarian.content.worktree import NotRegularFile
 from librarian.core.events import trailers
 from librarian.core.names import check_name
@@ -29,6 +30,8 @@ from librarian.formats.config import (
     dump_library_config,
     dump_lock,
 )
+from librarian.git import GitStore, ObjectId, parse_remote, strip_credentials, url_problem
+from librarian.library import Library, Snapshot
 from librarian.sources.backups import back_up
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
@@ -37,14 +40,8 @@ from librarian.sources.plan import (
 )
 from librarian.sources.releases import release_ref
 from librarian.sources.upstream import collection_path, compile_patterns
-from librarian.store.changes import FileChange
-from librarian.store.gitremote import parse_remote, strip_credentials, url_problem
-from librarian.store.gitstore import GitStore, ObjectId
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
-from librarian.store.statcache import WorkTreeCache
-from librarian.store.txn import Transaction
 from librarian.trust.keys import parse_public_key, read_public_keys
+from librarian.txn import FileChange, Transaction
 
 
 @frozen

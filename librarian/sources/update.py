@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
+from librarian.cache import TreeMemo
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
 from librarian.core.faults import crash_point
@@ -36,6 +37,8 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
+from librarian.git import GitStore, ObjectId, TreeEntry, make_tree, strip_credentials
+from librarian.library import Library, Snapshot
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
     installed_items,
@@ -43,7 +46,8 @@ from librarian.sources.plan import (
     skip_warnings,
     source_ref,
 )
-from librarian.sources.planned import Action, PlannedItem, SourcePlan, lock_entry, plan_fields
+from librarian.sources.plan_memo import remember_installed
+from librarian.sources.plan_values import Action, PlannedItem, SourcePlan, lock_entry, plan_fields
 from librarian.sources.releases import (
     ReleaseInfo,
     check_plan,
@@ -53,16 +57,8 @@ from librarian.sources.releases import (
     release_ref,
     signed_entry,
 )
-from librarian.sources.remembered import remember_installed
 from librarian.sources.upstream import collection_path
-from librarian.store.changes import FileChange
-from librarian.store.gitremote import strip_credentials
-from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.library import Library
-from librarian.store.memo import TreeMemo
-from librarian.store.snapshot import Snapshot
-from librarian.store.trees import make_tree
-from librarian.store.txn import Transaction
+from librarian.txn import FileChange, Transaction
 
 if TYPE_CHECKING:
     from librarian.sources.backups import Backup

@@ -20,6 +20,7 @@ from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, Policy
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import SourceConfig
+from librarian.git import GitStore, ObjectId
 from librarian.sources.judging import (
     MAX_DEPTH,
     Skipped,
@@ -28,7 +29,6 @@ from librarian.sources.judging import (
     judge_items,
     unsafe_part,
 )
-from librarian.store.gitstore import GitStore, ObjectId
 
 __all__ = [
     "MAX_DEPTH", "NAME_TAKEN", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",

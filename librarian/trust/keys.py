@@ -25,8 +25,8 @@ if TYPE_CHECKING:
         Ed25519PublicKey,
     )
 
-from ..errors import ConflictError, UsageError
-from .wire import Reader, WireError, string
+from librarian.errors import ConflictError, UsageError
+from librarian.trust.wire import Reader, WireError, string
 
 KEY_TYPE = "ssh-ed25519"
 MAX_KEY_FILE = 64 * 1024

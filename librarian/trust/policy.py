@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..errors import TrustError, UsageError
-from .keys import PublicKey, parse_public_key
-from .sshsig import verify
-from .statement import ReleaseStatement, parse_statement
-from .tag import parse_tag, release_version
+from librarian.errors import TrustError, UsageError
+from librarian.trust.keys import PublicKey, parse_public_key
+from librarian.trust.sshsig import verify
+from librarian.trust.statement import ReleaseStatement, parse_statement
+from librarian.trust.tag import parse_tag, release_version
 
 ROTATION_HINT = "if the publisher moved to a new key, add it to the source's trust: in " \
     "library.yaml and commit that (docs/sources.md, key rotation)"

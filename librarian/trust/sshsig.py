@@ -19,9 +19,9 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from ..errors import TrustError, UsageError
-from .keys import KEY_TYPE, PublicKey, SigningKey, public_key_from_blob
-from .wire import Reader, WireError, string, uint32
+from librarian.errors import TrustError, UsageError
+from librarian.trust.keys import KEY_TYPE, PublicKey, SigningKey, public_key_from_blob
+from librarian.trust.wire import Reader, WireError, string, uint32
 
 MAGIC = b"SSHSIG"
 VERSION = 1

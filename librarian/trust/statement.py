@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from ..errors import TrustError, UsageError
-from ..formats.yamlio import dump_yaml, load_yaml
+from librarian.errors import TrustError, UsageError
+from librarian.formats.yamlio import dump_yaml, load_yaml
 
 FORMAT = 1
 MAX_STATEMENT_BYTES = 64 * 1024 * 1024  # a 50,000-item collection is ~5 MiB

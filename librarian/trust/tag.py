@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import TrustError
-from .keys import SigningKey
-from .sshsig import BEGIN, sign
+from librarian.errors import TrustError
+from librarian.trust.keys import SigningKey
+from librarian.trust.sshsig import BEGIN, sign
 
 RELEASE_TAG_PREFIX = "librarian-release/"
 _SIGNATURE_STARTS = (BEGIN, b"-----BEGIN PGP SIGNATURE-----", b"-----BEGIN PGP MESSAGE-----",

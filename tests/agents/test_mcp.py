@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from support.helpers import cli_ok, git, make_skill, requires_git, run_process, trailers, write
 
+from librarian.agents.claude_manifests import GENERATED
+
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 import anyio  # noqa: E402  (installed with mcp)
 import mcp_types as types  # noqa: E402
@@ -277,9 +279,9 @@ def test_a_bug_is_a_tool_error_logged_to_stderr_and_the_server_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from librarian.agents import server as server_module
-    from librarian.store.library import Library
+    from librarian.library.layout import Library
 
-    cli_lib = Library(library)
+    cli_lib = Library(library, GENERATED)
     state = server_module.LibraryServer(cli_lib)
 
     def broken(*args: Any, **kwargs: Any) -> Any:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support.helpers import cli, git, make_skill, requires_git, write
 
-from librarian.store.guard import conflicted_paths
-from librarian.store.indexmemo import known_clean
+from librarian.git.indexmemo import known_clean
+from librarian.library.guard import conflicted_paths
 
 Cap = pytest.CaptureFixture[str]
 
@@ -52,7 +52,7 @@ def test_the_index_librarian_wrote_is_known_clean_and_a_conflict_git_makes_is_se
 
 @requires_git
 def test_a_splice_of_a_conflicted_index_is_not_remembered(library: Path, capsys: Cap) -> None:
-    from librarian.store.gitindex import splice_index
+    from librarian.git.index import splice_index
 
     index = library / ".git" / "index"
     _conflict(library)
@@ -71,7 +71,7 @@ def test_a_splice_of_a_conflicted_index_is_not_remembered(library: Path, capsys:
 def test_an_index_without_a_checksum_is_never_known_clean(library: Path) -> None:
     """git's index.skipHash writes a zero trailer: it names no content, so it is never
     remembered nor matched; librarian's own splice of it writes a checksum."""
-    from librarian.store.gitindex import splice_index
+    from librarian.git.index import splice_index
 
     index = library / ".git" / "index"
     index.write_bytes(index.read_bytes()[:-20] + bytes(20))
@@ -91,8 +91,8 @@ def _scans(index: Path) -> tuple[object, object]:
     import functools
     import os
 
-    from librarian.store.indexmemo import remembered_lengths
-    from librarian.store.indexscan import scan_index_file
+    from librarian.git.indexmemo import remembered_lengths
+    from librarian.git.indexscan import scan_index_file
 
     fd = os.open(index, os.O_RDONLY)
     try:
@@ -126,7 +126,7 @@ def test_the_next_splice_finds_the_entries_from_the_lengths_librarian_wrote(
 
 @requires_git
 def test_damaged_lengths_are_not_used(library: Path, tmp_path: Path, capsys: Cap) -> None:
-    from librarian.store.indexmemo import remembered_lengths
+    from librarian.git.indexmemo import remembered_lengths
 
     index = library / ".git" / "index"
     assert cli(capsys, library, "retain", str(make_skill(tmp_path / "src", "one"))).code == 0

@@ -1,5 +1,5 @@
 """The committed item list is remembered by its top directory's tree id
-(``store/library.py`` ``_remembered``) and never changes what a command shows."""
+(``library/layout.py`` ``_remembered``) and never changes what a command shows."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 from support.helpers import cli, write
 from support.sources_helpers import Upstream, install
 
-from librarian.store import library as library_module
-from librarian.store.library import (
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache.memo import LastValueMemo, TreeMemo
+from librarian.cache.statfile import identity_of, write_blob
+from librarian.library import layout as library_module
+from librarian.library.layout import (
     REMEMBERED_ITEMS,
     Item,
     Library,
@@ -21,8 +24,6 @@ from librarian.store.library import (
     _remembered,
     committed_items,
 )
-from librarian.store.memo import LastValueMemo, TreeMemo
-from librarian.store.statfile import identity_of, write_blob
 
 Cap = pytest.CaptureFixture[str]
 LIST = Path(".git/librarian/cache/list-sources.bin")
@@ -38,7 +39,7 @@ def _upstream(tmp_path: Path, count: int) -> Upstream:
 
 
 def _listed(library: Path, *, save: bool = False) -> list[Item]:
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         items = list(committed_items(store, store.tree_of(store.head())))
         if save:
             TreeMemo.save_all(store)
@@ -98,7 +99,7 @@ def test_a_forged_list_with_a_valid_checksum_is_listed_again(
         tmp_path: Path, library: Path, capsys: Cap) -> None:
     install(capsys, library, _upstream(tmp_path, REMEMBERED_ITEMS))
     truth = _listed(library, save=True)
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         key = bytes.fromhex(store.lookup(store.tree_of(store.head()), "sources").sha.decode())
     identity = identity_of(library / ".git")
     assert identity is not None
@@ -126,7 +127,7 @@ def test_a_caller_that_stops_early_reads_no_further(
         return real(store, tree)  # type: ignore[arg-type]
 
     monkeypatch.setattr(library_module, "item_kind", counting)
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         listing = committed_items(store, store.tree_of(store.head()))
         first = next(listing)
         listing.close()  # as a lookup that found its item does
@@ -177,7 +178,7 @@ def test_a_list_that_would_not_decode_the_same_is_not_remembered(
     # a tree made by hand may hold a name with "/" (fsck refuses it in a fetch): the list
     # rebuilds names from paths, so such a list is listed each time instead
     install(capsys, library, _upstream(tmp_path, 2))
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         entry = store.lookup(store.tree_of(store.head()), "sources")
         assert entry is not None
         odd = [Item(f"team:s/{n}", "skill", "managed", f"sources/team/s/{n}", b"0" * 40)

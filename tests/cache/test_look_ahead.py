@@ -14,12 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.helpers import HashCounter, make_skill, settle_files, two_processors
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import itemscan, statcache
+from librarian.cache.statfile import CacheFormatError, ItemsFile, identity_of
 from librarian.core import halves
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
-from librarian.store import itemscan, statcache
-from librarian.store.library import Library
-from librarian.store.statfile import CacheFormatError, ItemsFile, identity_of
 
 NAMES = [f"skill-{i}" for i in range(8)]  # the child works out the first four
 
@@ -27,7 +28,7 @@ NAMES = [f"skill-{i}" for i in range(8)]  # the child works out the first four
 @pytest.fixture
 def settled(library: Path, sources: Path, monkeypatch: pytest.MonkeyPatch) -> Library:
     settle_files(monkeypatch)
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     for name in NAMES:
         retain(lib, make_skill(sources, name, extra_files={"notes/a.md": f"{name}\n"}))
     assert library_status(lib).clean  # writes the stat cache

@@ -1,5 +1,5 @@
 """What is derived from a tree id is remembered across commands, and never changes what a
-command shows (store/memo.py)."""
+command shows (cache/memo.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.helpers import cli, make_skill, write
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 Cap = pytest.CaptureFixture[str]
 
@@ -19,7 +20,7 @@ Cap = pytest.CaptureFixture[str]
 def test_inspect_and_status_show_the_same_with_and_without_the_memo(
     library: Path, sources: Path, capsys: Cap
 ) -> None:
-    retain(Library(library), make_skill(sources, "pdf", description="Reads PDFs."))
+    retain(Library(library, GENERATED), make_skill(sources, "pdf", description="Reads PDFs."))
     cache = library / ".git" / "librarian" / "cache"
     first = cli(capsys, library, "inspect", "--json", "--verbose")
     assert first.code == 0, first.err
@@ -31,7 +32,7 @@ def test_inspect_and_status_show_the_same_with_and_without_the_memo(
 
 
 def test_a_damaged_memo_is_ignored(library: Path, sources: Path, capsys: Cap) -> None:
-    retain(Library(library), make_skill(sources, "pdf"))
+    retain(Library(library, GENERATED), make_skill(sources, "pdf"))
     fresh = cli(capsys, library, "inspect", "--json").json
     cache = library / ".git" / "librarian" / "cache"
     write(cache / "inspect.json", b"{not json")
@@ -51,7 +52,7 @@ def test_a_sorted_file_with_records_merged_in_is_the_file_written_whole(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     """Runs of the old file are copied as pieces; the result is the file holding the old
     records with the new ones added or replacing, byte for byte, and reads back so."""
-    from librarian.store.statfile import SHORT_MEMO_MAGIC, SortedFile
+    from librarian.cache.statfile import SHORT_MEMO_MAGIC, SortedFile
 
     folder = tmp_path_factory.mktemp("sorted")
     merged, whole = folder / "merged.bin", folder / "whole.bin"

@@ -14,13 +14,16 @@ import pytest
 from support.helpers import cli, run_main, settle_files
 from support.sources_helpers import MODE_EXEC, Upstream, install
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import statcache
+from librarian.cache.statcache import WorkTreeCache, staged_dir
+from librarian.cache.statfile import ItemsFile, identity_of
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
+from librarian.git import objectstore
+from librarian.library.layout import Library
 from librarian.ops.status import library_status
-from librarian.store import apply, objectstore, statcache
-from librarian.store.library import Library
-from librarian.store.statcache import WorkTreeCache, staged_dir
-from librarian.store.statfile import ItemsFile, identity_of
+from librarian.txn import apply
 
 Cap = pytest.CaptureFixture[str]
 ITEMS = ("sources/team/skills/kit", "sources/team/skills/other")
@@ -60,10 +63,10 @@ def test_the_install_remembers_what_a_scan_finds_but_the_directories(
     install(capsys, library, upstream)
     seeded = _remembered(library)
     assert sorted(seeded) == list(ITEMS)
-    assert library_status(Library(library)).clean  # lists the directories, reads no file
+    assert library_status(Library(library, GENERATED)).clean  # lists the directories, reads no file
     listed = _remembered(library)
     (library / ".git" / "librarian" / "cache" / "items.bin").unlink()
-    assert library_status(Library(library)).clean  # a scan of every file, from nothing
+    assert library_status(Library(library, GENERATED)).clean  # a scan of every file, from nothing
     scanned = _remembered(library)
     assert listed == scanned
     for key, (ids, signature, dirs, files) in seeded.items():
@@ -81,7 +84,7 @@ def test_the_first_status_after_an_install_reads_no_installed_file(
     upstream.put("skills/other/.DS_Store", b"left out, as retain leaves it\n").commit("more")
     install(capsys, library, upstream)
     _no_reading(monkeypatch)
-    report = library_status(Library(library))
+    report = library_status(Library(library, GENERATED))
     assert [(i.path, i.status) for i in report.items] == [(p, "clean") for p in ITEMS]
 
 
@@ -92,7 +95,7 @@ def test_an_item_added_by_a_later_update_is_remembered_too(
     upstream.skill("skills/third").commit("third")
     assert cli(capsys, library, "update").code == 0
     _no_reading(monkeypatch)
-    assert [i.status for i in library_status(Library(library)).items] == ["clean"] * 3
+    assert [i.status for i in library_status(Library(library, GENERATED)).items] == ["clean"] * 3
 
 
 def _grow(path: Path) -> None:
@@ -116,7 +119,7 @@ def test_a_change_after_the_install_still_shows(
     settle_files(monkeypatch)
     install(capsys, library, upstream)
     CHANGES[change](library / ITEMS[0])
-    states = {i.path: i.status for i in library_status(Library(library)).items}
+    states = {i.path: i.status for i in library_status(Library(library, GENERATED)).items}
     assert states == {ITEMS[0]: "modified", ITEMS[1]: "clean"}
 
 

@@ -1,4 +1,4 @@
-"""The binary stat caches (store/statfile.py, store/statcache.py): round trips, and a cache
+"""The binary stat caches (cache/statfile.py, cache/statcache.py): round trips, and a cache
 that is damaged, from another library or a symlink is never trusted into a wrong answer."""
 
 from __future__ import annotations
@@ -12,12 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.helpers import HashCounter, cli, make_skill, settle_files
 
-from librarian.ops.create import init_library
-from librarian.ops.retention import retain
-from librarian.ops.status import library_status
-from librarian.store import statcache
-from librarian.store.library import Library
-from librarian.store.statfile import (
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import statcache
+from librarian.cache.statfile import (
     DigestsFile,
     Entry,
     ItemsFile,
@@ -26,6 +23,10 @@ from librarian.store.statfile import (
     identity_of,
     write_items,
 )
+from librarian.library.layout import Library
+from librarian.ops.create import init_library
+from librarian.ops.retention import retain
+from librarian.ops.status import library_status
 
 IDENTITY = (2049, 1234567)
 
@@ -104,7 +105,7 @@ def test_digests_file_merge(tmp_path: Path, old: dict[bytes, bytes],
 
 
 def _stock(library: Path, sources: Path) -> Library:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "alpha", extra_files={"notes/a.md": "aaaa\n"}))
     retain(lib, make_skill(sources, "beta"))
     return lib
@@ -136,7 +137,7 @@ def test_truncated_cache_is_rebuilt(settled: Library, monkeypatch: pytest.Monkey
 def test_cache_of_another_library_is_not_read(
     settled: Library, tmp_path: Path, sources: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    init_library(tmp_path / "other", "other-lib")
+    init_library(tmp_path / "other", "other-lib", GENERATED)
     other = _stock(tmp_path / "other", sources)
     library_status(other)
     # The other library's alpha is edited, then handed this library's cache, whose entries
@@ -202,7 +203,7 @@ def test_items_are_found_in_any_order(settled: Library, monkeypatch: pytest.Monk
 
 
 def test_kinds_memo_is_binary_and_a_damaged_one_is_ignored(settled: Library) -> None:
-    from librarian.store.memo import ShortMemo
+    from librarian.cache.memo import ShortMemo
 
     path = settled.cache_dir / "kinds.bin"
     with settled.store() as store:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import itemscan
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
-from librarian.store import itemscan
-from librarian.store.library import Library
 
 
 def test_a_directory_on_another_device_is_judged_by_the_wall_clock(tmp_path: Path) -> None:
@@ -48,7 +49,7 @@ def coarse_skills(library: Path, tmp_path: Path) -> Iterator[Path]:
     source.mkdir(parents=True)
     (source / "SKILL.md").write_bytes(
         b"---\nname: demo\ndescription: a demo skill\n---\nbody AAAA\n")
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, source)
     skills = library / "skills"
     kept = tmp_path / "kept"
@@ -69,7 +70,7 @@ def _write(path: Path, body: bytes) -> None:
 
 
 def test_a_same_second_edit_on_a_coarse_mount_is_not_missed(coarse_skills: Path) -> None:
-    lib = Library(coarse_skills)
+    lib = Library(coarse_skills, GENERATED)
     target = coarse_skills / "skills" / "demo" / "SKILL.md"
     for _attempt in range(5):
         time.sleep(1 - time.time() % 1 + 0.01)  # just after a second began

@@ -1,4 +1,4 @@
-"""Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3).
+"""Exit codes 0/1/2/3, the one-line error format and `--json` errors (spec §3.4).
 
 The mapping of errors to exit codes lives in ``librarian.cli.main.main``; it is checked in process
 (``main([...])``), through typer's CliRunner, and through a real ``python -m librarian``.
@@ -20,16 +20,17 @@ from support.helpers import (
 )
 from typer.testing import CliRunner
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.main import app
 from librarian.errors import UsageError
+from librarian.library.layout import Library
 from librarian.ops import inventory
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    retain(Library(library), make_skill(sources, "alpha"))
+    retain(Library(library, GENERATED), make_skill(sources, "alpha"))
     return library
 
 

@@ -1,4 +1,4 @@
-"""Progress of long work on a terminal (spec §3, §6.6): on stderr when it is a terminal,
+"""Progress of long work on a terminal (spec §3.3, §6.6): on stderr when it is a terminal,
 never when piped and never with --json. A real process on a real pseudo-terminal."""
 
 from __future__ import annotations

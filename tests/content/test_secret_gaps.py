@@ -1,4 +1,4 @@
-"""Secret-scan gaps from issue 9, with the negative controls that must keep passing.
+"""Secret-scan gaps an adversarial review found, with the negative controls that must pass.
 
 Fixtures are assembled at run time so this file itself never looks like it holds secrets.
 """

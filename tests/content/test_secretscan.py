@@ -170,7 +170,7 @@ def test_never_raises(path: str, data: bytes) -> None:
     assert result is None or isinstance(result, str)
 
 
-# -- the fingerprint allowlist (spec §2 "Secrets") ----------------------------------------
+# -- the fingerprint allowlist (spec §2.5) ----------------------------------------
 
 GOOGLE_EXAMPLE = "AIza" + "SyA1B2C3D4E5F6G7H8I9J0K1L2M3N4O5P6Q"  # a documentation example
 

@@ -23,9 +23,10 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.model import ItemFile
-from librarian.store.changes import DirChange
-from librarian.store.library import Library
+from librarian.library.layout import Library
+from librarian.txn.changes import DirChange
 
 Capsys = pytest.CaptureFixture[str]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
@@ -275,7 +276,7 @@ def test_spec_boundaries_are_accepted(library: Path, tmp_path: Path, capsys: Cap
 
 def test_a_committed_skill_is_named_by_its_directory(library: Path, capsys: Capsys) -> None:
     """Content committed by plain git under another directory is that directory's item."""
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     files = (ItemFile("SKILL.md", False, skill_md("right-name")),)
     hand_commit(lib, "plain git", [],
                 [DirChange("drafts/wrong-dir", files),

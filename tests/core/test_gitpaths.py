@@ -23,7 +23,7 @@ from librarian.core.gitpaths import (
 
 ZWNJ = "\u200c"
 
-# t/t1450-fsck.sh "fsck notices ... in trees", t/t0060 and the issue's own reproductions.
+# t/t1450-fsck.sh "fsck notices ... in trees", t/t0060 and a hostile-path review.
 DOTGIT_NAMES = [
     ".git", ".GIT", ".Git", ".gIt", f".gI{ZWNJ}T", ".g\u200dit", "\ufeff.git",
     f".git{ZWNJ}", "git~1", "GIT~1", "Git~1", ".git.", ".git ", ".git. .", "git~1.",

@@ -1,4 +1,4 @@
-"""librarian.lock (spec §2): one fixed shape, one item a line, read without a YAML parse.
+"""librarian.lock (spec §2.13): one fixed shape, one item a line, read without a YAML parse.
 
 The fixed-shape reader and ``yaml.safe_load`` must agree on everything the writer makes
 and on anything else the fast reader accepts; any other text goes to the safe YAML loader.

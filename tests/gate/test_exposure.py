@@ -18,14 +18,15 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.events import parse_message
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools, load_tools
 from librarian.gate.environments import environment_availability
 from librarian.gate.tools import CHANGED, GONE
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import revise
-from librarian.store.changes import FileChange
-from librarian.store.library import Library
+from librarian.txn.changes import FileChange
 
 EFFECTS = "effects: {filesystem: read, network: false}\n"
 RESULT = "result: A number on stdout.\n"
@@ -64,7 +65,7 @@ def tools_of(library: Path) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture
 def counted(library: Path, sources: Path) -> str:
-    receipt = retain(Library(library), make_recipe(sources, "counter"))
+    receipt = retain(Library(library, GENERATED), make_recipe(sources, "counter"))
     assert receipt.digest is not None
     return receipt.digest
 
@@ -124,15 +125,15 @@ def test_policy_bound_on_exposed_tools(
 def test_drafts_and_invalid_contracts_are_refused(
     library: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    retain(Library(library), make_recipe(sources, "rough"), draft=True)
+    retain(Library(library, GENERATED), make_recipe(sources, "rough"), draft=True)
     draft = cli(capsys, library, "expose", "rough")
     assert draft.code == 3 and "promote" in draft.err
-    retain(Library(library), make_recipe(sources / "x", "vague", result="", effects=""))
+    retain(Library(library, GENERATED), make_recipe(sources / "x", "vague", result="", effects=""))
     vague = cli(capsys, library, "expose", "vague")
     assert vague.code == 2
     line = assert_one_error_line(vague.err)
     assert "result:" in line and "effects:" in line
-    retain(Library(library), make_recipe(sources / "y", "half",
+    retain(Library(library, GENERATED), make_recipe(sources / "y", "half",
                                          effects="effects: {filesystem: read}\n"))
     half = cli(capsys, library, "expose", "half")
     assert half.code == 2 and "effects.network" in half.err
@@ -145,7 +146,7 @@ def test_docker_recipe_is_exposed_but_not_callable_without_docker(
 ) -> None:
     if environment_availability("docker").available:
         pytest.skip("docker is available on this machine")
-    retain(Library(library), make_recipe(sources, "boxed", environment="docker"))
+    retain(Library(library, GENERATED), make_recipe(sources, "boxed", environment="docker"))
     result = cli(capsys, library, "expose", "boxed", "--json")
     assert result.code == 0, result.err
     assert result.json["callable_now"] is False
@@ -191,7 +192,7 @@ def test_stale_tool_reported_and_refreshed(
 ) -> None:
     cli(capsys, library, "expose", "counter")
     assert cli(capsys, library, "expose", "counter", "--refresh").code == 2  # not stale
-    revised = revise(Library(library), "counter",
+    revised = revise(Library(library, GENERATED), "counter",
                      make_recipe(sources / "v2", "counter", script="#!/bin/sh\necho 2\n"))
     status = cli(capsys, library, "status", "--json").json
     (tool,) = status["tools"]
@@ -225,7 +226,7 @@ def test_status_inspect_prompt_and_run_agree_on_a_tools_state(
     library: Path, sources: Path, counted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One decision (``tools.tool_state``) behind every reader of tools.yaml."""
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     cli(capsys, library, "expose", "counter", "--as", "count-things")
     cli(capsys, library, "expose", "counter", "--as", "still-current")
     tools = load_tools((library / TOOLS_FILE).read_bytes())

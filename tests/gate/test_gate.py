@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from support.helpers import assert_one_error_line, cli, write
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.errors import UsageError
 from librarian.gate import checks as gate
 from librarian.gate.checks import ApprovalReview, approve
 from librarian.gate.environments import Availability, environment_availability
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import revise
-from librarian.store.library import Library
 
 MARK_SCRIPT = '#!/bin/sh\necho ran >> "$LIBRARIAN_INPUT_MARK"\necho "n=$LIBRARIAN_INPUT_N"\n'
 MARK_INPUTS = ("inputs:\n  mark: {type: path, required: true}\n"
@@ -47,7 +48,7 @@ def ledger(library: Path) -> list[dict[str, object]]:
 
 @pytest.fixture
 def marked(library: Path, sources: Path, tmp_path: Path) -> Path:
-    retain(Library(library), make_recipe(sources, "marker"))
+    retain(Library(library, GENERATED), make_recipe(sources, "marker"))
     return tmp_path / "mark.txt"
 
 
@@ -92,7 +93,7 @@ def test_a_revised_recipe_needs_a_new_approval_and_shows_the_diff(
     assert {f["path"] for f in first["files"]} == {"recipe.yaml", "run.sh"}
     new_source = make_recipe(sources / "v2", "marker",
                              MARK_SCRIPT.replace("echo ran", "echo ran-v2"))
-    revise(Library(library), "marker", new_source)
+    revise(Library(library, GENERATED), "marker", new_source)
     line = refused(capsys, library, marked, "marker", "--arg", f"mark={marked}")
     assert "not approved" in line
     second = cli(capsys, library, "approve", "marker", "--json").json
@@ -137,7 +138,7 @@ def test_missing_environment_is_refused(
 ) -> None:
     if environment_availability("docker").available:
         pytest.skip("docker is available on this machine")
-    retain(Library(library), make_recipe(sources, "boxed", environment="docker"))
+    retain(Library(library, GENERATED), make_recipe(sources, "boxed", environment="docker"))
     mark = tmp_path / "mark.txt"
     line = refused(capsys, library, mark, "boxed", "--yes", "--arg", f"mark={mark}")
     assert "docker" in line and "not available" in line
@@ -150,7 +151,7 @@ def test_stale_tool_is_refused_until_refreshed(
     cli(capsys, library, "approve", "mark-it")
     assert cli(capsys, library, "run", "mark-it", "--arg", f"mark={marked}").code == 0
     marked.unlink()
-    revise(Library(library), "marker",
+    revise(Library(library, GENERATED), "marker",
            make_recipe(sources / "v2", "marker", MARK_SCRIPT + "echo v2\n"))
     cli(capsys, library, "approve", "marker")  # the new digest is approved ...
     line = refused(capsys, library, marked, "mark-it", "--arg", f"mark={marked}")
@@ -173,11 +174,11 @@ def test_drafts_and_skills_do_not_run(
     library: Path, sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     make_skill,  # type: ignore[no-untyped-def]
 ) -> None:
-    retain(Library(library), make_recipe(sources, "rough"), draft=True)
+    retain(Library(library, GENERATED), make_recipe(sources, "rough"), draft=True)
     mark = tmp_path / "mark.txt"
     line = refused(capsys, library, mark, "rough", "--yes", "--arg", f"mark={mark}")
     assert "draft" in line
-    retain(Library(library), make_skill(sources, "a-skill"))
+    retain(Library(library, GENERATED), make_skill(sources, "a-skill"))
     assert cli(capsys, library, "run", "a-skill").code == 2
     assert cli(capsys, library, "run", "no-such-thing").code == 2
     assert cli(capsys, library, "approve", "no-such-thing").code == 2
@@ -218,7 +219,7 @@ def approvals(library: Path) -> dict[str, object]:
 def test_approve_asks_the_confirm_callback_with_the_review(
     library: Path, marked: Path
 ) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     seen: list[ApprovalReview] = []
 
     def decline(review: ApprovalReview) -> bool:
@@ -238,7 +239,7 @@ def test_approve_asks_the_confirm_callback_with_the_review(
 
 
 def test_approve_without_a_callback_approves_what_it_shows(library: Path, marked: Path) -> None:
-    approval = approve(Library(library), "marker")
+    approval = approve(Library(library, GENERATED), "marker")
     assert approval.review.already_approved is False and approval.review.files
     assert list(approvals(library)) == ["recipes/marker"]
 
@@ -284,7 +285,7 @@ def test_docker_recipe_with_path_inputs_is_refused(
 ) -> None:
     monkeypatch.setattr(gate, "environment_availability",
                         lambda environment: Availability(True, program="/usr/bin/docker"))
-    retain(Library(library), make_recipe(sources, "boxed", environment="docker"))
+    retain(Library(library, GENERATED), make_recipe(sources, "boxed", environment="docker"))
     mark = tmp_path / "mark.txt"
     line = refused(capsys, library, mark, "boxed", "--yes", "--arg", f"mark={mark}")
     assert "docker recipes cannot take path inputs (mark)" in line

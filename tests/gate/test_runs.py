@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support.helpers import cli, write
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.manifests import RecipeEffects, RecipeInput, RecipeManifest
 from librarian.gate import checks as gate
 from librarian.gate import runner
@@ -26,8 +27,8 @@ from librarian.gate.environments import (
     docker_command,
     path_input_problem,
 )
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 SHELL_ENV_SCRIPT = """#!/bin/sh
 echo "count=$LIBRARIAN_INPUT_COUNT ratio=$LIBRARIAN_INPUT_RATIO loud=$LIBRARIAN_INPUT_LOUD"
@@ -71,7 +72,7 @@ def make_recipe(base: Path, name: str, script: str, *, environment: str = "shell
 
 
 def retained(library: Path, sources: Path, name: str, script: str, **kw: object) -> Library:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_recipe(sources, name, script, **kw))  # type: ignore[arg-type]
     approve(lib, name)
     return lib

@@ -1,4 +1,4 @@
-"""store.fsck agrees with `git fsck --strict`, object by object: each case writes raw
+"""git.fsck agrees with `git fsck --strict`, object by object: each case writes raw
 objects into an empty repository with `git hash-object --literally`, and librarian's judge
 must refuse exactly when git's fsck fails (git's notes, such as badFilemode, are not
 failures)."""
@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.helpers import GIT, git
 
-from librarian.store.fsck import BLOB, COMMIT, TAG, TREE, Judge
+from librarian.git.fsck import BLOB, COMMIT, TAG, TREE, Judge
 
 pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge")
 TYPES = {TREE: "tree", COMMIT: "commit", TAG: "tag", BLOB: "blob"}

@@ -1,4 +1,4 @@
-"""librarian.store.gitindex against a real git binary and real repositories.
+"""librarian.git.index against a real git binary and real repositories.
 
 The oracle for every splice is git itself: the same change staged by ``git add -A -- <paths>``
 on the same starting index, in the same work tree (so inode, device and ctime agree), must give
@@ -24,16 +24,16 @@ from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from librarian.store import indexscan
-from librarian.store.gitindex import (
+from librarian.git import indexscan
+from librarian.git.index import (
     IndexEntry,
     IndexFormatError,
     IndexLockedError,
     build_index,
     splice_index,
 )
-from librarian.store.indexscan import read_index as scan_records
-from librarian.store.indexscan import read_index_paths
+from librarian.git.indexscan import read_index as scan_records
+from librarian.git.indexscan import read_index_paths
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 
@@ -506,7 +506,7 @@ def test_splice_agrees_with_a_model_and_dulwich_reader(
 ) -> None:
     """Both ways of finding names in the old index (searched in the file, or read whole
     first, as a plan of many adds does) give the model's index."""
-    from librarian.store import gitindex
+    from librarian.git import index as gitindex
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gitindex, "LOAD_NAMES_PER_ADD", lookups)
@@ -592,7 +592,7 @@ def test_read_index_agrees_with_git_ls_files_on_a_conflicted_index(
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read the index a few entries at a time (the smallest window that holds one entry
     with a 4,095-byte name): every entry boundary then meets a window boundary somewhere."""
-    from librarian.store import gitindex
+    from librarian.git import index as gitindex
 
     for module in (indexscan, gitindex):
         monkeypatch.setattr(module, "WINDOW", 64 + 4095 + 8 + 13)
@@ -602,7 +602,7 @@ def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("lookups", [0, 10**9], ids=["binary-search", "names-read"])
 def test_splice_across_windows_matches_git(
         work: Work, monkeypatch: pytest.MonkeyPatch, lookups: int) -> None:
-    from librarian.store import gitindex
+    from librarian.git import index as gitindex
 
     monkeypatch.setattr(gitindex, "LOAD_NAMES_PER_ADD", lookups)
     for number in range(400):  # ~40 KB of entries: a dozen windows
@@ -622,7 +622,7 @@ def test_splice_across_windows_matches_git(
 
 def test_an_index_changed_while_it_is_rewritten_is_refused(
         work: Work, monkeypatch: pytest.MonkeyPatch) -> None:
-    from librarian.store import gitindex
+    from librarian.git import index as gitindex
 
     scanned = gitindex._splice_raw
 
@@ -652,7 +652,7 @@ def _model_bad_path(name: bytes) -> bool:
                                  "\0", "é", ".git.", " .git", "\n", ".git\n", "..\n"]),
                 min_size=1, max_size=4))
 def test_index_paths_are_refused_by_git_s_component_rule(parts: list[str]) -> None:
-    from librarian.store.gitindex import _encode_path
+    from librarian.git.index import _encode_path
 
     path = "/".join(parts)
     if _model_bad_path(os.fsencode(path)):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.helpers import requires_git
 
-from librarian.store.merge import (
+from librarian.git.merge import (
     FileVersion,
     ItemMerge,
     describe_hunk,
@@ -133,7 +133,7 @@ def test_edits_two_lines_apart_merge(i: int, j: int, a: str, b: str) -> None:
         assert [c.kind for c in result.conflicts] == ["content"]
 
 
-# -- the cases of issue 15 ------------------------------------------------------------------
+# -- the cases a merge must decide -----------------------------------------------------------
 
 
 def test_different_parts_of_skill_md_merge() -> None:

@@ -13,8 +13,8 @@ import pytest
 from dulwich.objects import ObjectID
 from support.helpers import git, git_text, requires_git
 
-from librarian.store.gitstore import GitStore
-from librarian.store.objectstore import LibraryObjectStore, held
+from librarian.git.objectstore import LibraryObjectStore, held
+from librarian.git.repo import GitStore
 
 _TYPES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 
@@ -138,7 +138,7 @@ def test_held_answers_loose_objects_as_git_does(
     it)."""
     from dulwich.objects import Blob
 
-    from librarian.store import objectstore
+    from librarian.git import objectstore
 
     monkeypatch.setattr(objectstore, "_LSTATS_BEFORE_LISTING", lstats)
     repo = _repo_with_packs_and_loose(tmp_path)

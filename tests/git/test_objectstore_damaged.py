@@ -11,7 +11,7 @@ from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID
 from support.helpers import git, git_text, requires_git
 
-from librarian.store.gitstore import GitStore
+from librarian.git.repo import GitStore
 
 
 def _packed_blob_with_bad_loose_copy(tmp_path: Path, *, swapped: bool) -> tuple[Path, str]:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from support.helpers import git, git_text, requires_git
 
-from librarian.store import packs
-from librarian.store.gitstore import GitStore
-from librarian.store.objectstore import pack_added
+from librarian.agents.claude_manifests import GENERATED
+from librarian.git import packs
+from librarian.git.objectstore import pack_added
+from librarian.git.repo import GitStore
 
 
 def _objects(repo: Path) -> set[str]:
@@ -45,8 +46,8 @@ def test_more_than_fifty_packs_are_merged_into_one_and_git_agrees(tmp_path: Path
     before = _objects(repo)
     assert _packs(repo) == 56
     with GitStore(repo) as store:
-        assert packs.consolidate(store) == 56 - packs.TARGET_PACKS + 1
-        assert packs.consolidate(store) == 0  # under the limit: nothing to do
+        assert packs.consolidate_packs(store) == 56 - packs.TARGET_PACKS + 1
+        assert packs.consolidate_packs(store) == 0  # under the limit: nothing to do
         assert store.commit(store.head() or b"").message.startswith("commit 55")
     assert _packs(repo) == packs.TARGET_PACKS
     assert _objects(repo) == before
@@ -62,8 +63,8 @@ def test_a_kept_pack_and_a_store_under_the_limit_are_left_alone(tmp_path: Path) 
     kept = sorted(pack_dir.glob("*.pack"))[0]
     kept.with_suffix(".keep").write_text("")
     with GitStore(repo) as store:
-        assert packs.consolidate(store) == 0
-        assert packs.consolidate(store, max_packs=3, target=2) == 5
+        assert packs.consolidate_packs(store) == 0
+        assert packs.consolidate_packs(store, max_packs=3, target=2) == 5
     assert kept.exists()
     assert _packs(repo) == 2
     subprocess.run(["git", "fsck", "--strict"], cwd=repo, check=True, capture_output=True)
@@ -75,15 +76,15 @@ def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
 ) -> None:
     from support.helpers import make_skill
 
+    from librarian.library.layout import Library
     from librarian.ops.retention import retain
-    from librarian.store.library import Library
 
     for number in range(packs.MAX_PACKS + 1):
         blob = git_text(library, "hash-object", "-w", "--stdin", input=f"{number}\n".encode())
         git(library, "pack-objects", "-q", ".git/objects/pack/pack", input=blob.encode())
     assert _packs(library) > packs.MAX_PACKS
     before = _objects(library)
-    retain(Library(library), make_skill(sources, "pdf"))
+    retain(Library(library, GENERATED), make_skill(sources, "pdf"))
     assert _packs(library) <= packs.TARGET_PACKS + 1
     assert before <= _objects(library)
     subprocess.run(["git", "fsck", "--strict"], cwd=library, check=True, capture_output=True)

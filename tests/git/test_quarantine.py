@@ -1,4 +1,4 @@
-"""A hostile upstream leaves nothing git refuses in the library (issue 9): a fetched pack
+"""A hostile upstream leaves nothing git refuses in the library: a fetched pack
 waits in a quarantine, is judged by git's fsck rules, and is refused whole (exit 2, one
 line naming the source and the first offending path) or admitted. The real git binary is
 the judge: `git fsck --strict` of the library is clean after every refusal, and the object
@@ -23,11 +23,12 @@ from support.helpers import (
 )
 from support.sources_helpers import Upstream, git_daemon
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.model import SOURCES_DIR
+from librarian.git.quarantine import PREFIX
+from librarian.library.layout import Library
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
-from librarian.store.library import Library
-from librarian.store.quarantine import PREFIX
 
 ZWNJ, ZWJ = "\u200c", "\u200d"
 DIR, FILE = b"40000", b"100644"
@@ -110,8 +111,8 @@ def team(library: Path, tmp_path: Path) -> Upstream:
     """A source ``team`` whose clean first commit is installed."""
     up = Upstream(tmp_path / "up")
     up.skill("skills/ok").skill("skills/two").commit("first")
-    add_source(Library(library), "team", up.url)
-    update(Library(library))
+    add_source(Library(library, GENERATED), "team", up.url)
+    update(Library(library, GENERATED))
     return up
 
 
@@ -196,7 +197,7 @@ def test_first_fetch_of_a_hostile_source_keeps_nothing(
     up = Upstream(tmp_path / "up")
     up.skill("skills/ok").commit("first")
     plant(up, "skills/ok", b"GIT~1")
-    add_source(Library(library), "team", up.url)
+    add_source(Library(library, GENERATED), "team", up.url)
     before = _everything(library)
     result = run_main(capsys, "--library", str(library), "update")
     assert "source team: upstream holds skills/ok/GIT~1" in _refused(result, library, before)
@@ -249,7 +250,7 @@ def test_recovery_sweeps_a_quarantine_a_kill_left(
 def test_a_pack_of_objects_already_held_is_not_moved_twice(
         team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The second source names the same upstream: its fetch finds every object held.
-    add_source(Library(library), "again", team.url)
+    add_source(Library(library, GENERATED), "again", team.url)
     before = _objects(library)
     result = run_main(capsys, "--library", str(library), "update", "again")
     assert result.code == 0, result.err
@@ -269,7 +270,7 @@ def _replace_loose(up: Upstream, sha: str, kind: bytes, data: bytes) -> None:
 
 def test_a_local_object_that_does_not_hash_to_its_name_is_refused(
         team: Upstream, library: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A repository on this machine is copied object by object (store/localfetch.py): each
+    # A repository on this machine is copied object by object (git/localfetch.py): each
     # must hash to the id it is stored under, or a hostile store could plant content under
     # an id git has already judged.
     team.skill("skills/three", body="Three.\n").commit("third")
@@ -308,7 +309,7 @@ def test_a_local_first_install_is_one_pack_git_accepts_and_clones(
         up.skill(f"skills/s{number:02d}", body=f"Skill {number}.\n")
     up.put("skills/s00/scripts/run.sh", b"#!/bin/sh\necho\n", 0o100755).commit("first")
     up.skill("skills/s00", body="Changed.\n").commit("second")  # history is not copied
-    add_source(Library(library), "team", up.url)
+    add_source(Library(library, GENERATED), "team", up.url)
     before = set(_objects(library))
     assert run_main(capsys, "--library", str(library), "update").code == 0
     packs = [p for p in set(_objects(library)) - before if p.endswith(".pack")]

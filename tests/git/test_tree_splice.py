@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.errors import UsageError
+from librarian.git.repo import GitStore, TreeEntry
+from librarian.git.trees import make_tree
 from librarian.ops.create import init_library
-from librarian.store.gitstore import GitStore, TreeEntry
-from librarian.store.trees import make_tree
 
 _PART = st.sampled_from(["a", "b", "a-b", "a.b", "z", "\u00e9", "\udcff"])
 _PATH = st.lists(_PART, min_size=1, max_size=3).map("/".join)
@@ -41,7 +42,7 @@ def test_splicing_gives_the_tree_built_whole(before: dict[str, bytes],
     after = dict(before)
     spliced_changes: dict[str, TreeEntry | None] = {}
     with tempfile.TemporaryDirectory() as where:
-        init_library(Path(where) / "lib", "test-lib")
+        init_library(Path(where) / "lib", "test-lib", GENERATED)
         with GitStore(Path(where) / "lib") as store:
             def entry(data: bytes) -> TreeEntry:
                 return TreeEntry(MODE_FILE, store.blob(data))
@@ -97,7 +98,7 @@ def test_raw_entries_lists_every_entry_as_git_stores_it(library: Path) -> None:
             store.raw_entries(blob.sha)
 
 
-# -- the raw splice of a large tree (store/rawtree.py) --------------------------------
+# -- the raw splice of a large tree (git/rawtree.py) --------------------------------
 
 _NAME = st.sampled_from([b"a", b"a-b", b"a.b", b"a0", b"a b", b"b", b"\xc3\xa9", b"\xff"])
 _MODE = st.sampled_from([0o040000, 0o100644, 0o100755, 0o120000, 0o160000, 0o644])
@@ -114,7 +115,7 @@ def test_a_raw_splice_is_the_tree_dulwich_builds(
     sort apart as files and as directories: the bytes dulwich serializes."""
     from dulwich.objects import ObjectID, Tree
 
-    from librarian.store.rawtree import splice_entries
+    from librarian.git.rawtree import splice_entries
 
     tree = Tree()
     for name, (mode, sha) in before.items():
@@ -135,7 +136,7 @@ def test_a_raw_splice_is_the_tree_dulwich_builds(
 def test_with_paths_splices_large_trees_as_it_builds_small_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The property above through ``with_paths``, every tree spliced however small."""
-    from librarian.store import rawtree
+    from librarian.git import rawtree
 
     monkeypatch.setattr(rawtree, "SPLICED_BYTES", 0)
     test_splicing_gives_the_tree_built_whole()
@@ -147,9 +148,9 @@ def test_a_large_tree_is_looked_into_as_dulwich_reads_it(tmp_path: Path) -> None
     and its items listed are dulwich's."""
     from dulwich.objects import Tree
 
-    from librarian.store.rawtree import SPLICED_BYTES
+    from librarian.git.rawtree import SPLICED_BYTES
 
-    init_library(tmp_path / "lib", "test-lib")
+    init_library(tmp_path / "lib", "test-lib", GENERATED)
     names = [f"{stem}{n}" for n in range(300) for stem in ("a", "a-", "a.")]
     with GitStore(tmp_path / "lib") as store:
         blob = store.blob(b"x\n")

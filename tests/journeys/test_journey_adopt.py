@@ -1,4 +1,4 @@
-"""Issue 11, item 1: an item written straight into the library is admitted where it stands;
+"""An item written straight into the library is admitted where it stands;
 a draft can be revised."""
 
 from __future__ import annotations

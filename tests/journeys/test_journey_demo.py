@@ -1,4 +1,4 @@
-"""Issue 11, item 8: the demo prints what the commands print. The same commands typed on
+"""The demo prints what the commands print. The same commands typed on
 a library in the same state print the same text (ids and paths aside)."""
 
 from __future__ import annotations

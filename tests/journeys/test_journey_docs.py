@@ -1,4 +1,4 @@
-"""docs/commands.md against the command line (issue 11): every command and flag the page
+"""docs/commands.md against the command line: every command and flag the page
 names exists, every one that exists is on the page, and every command's JSON document has
 exactly the fields the page lists."""
 

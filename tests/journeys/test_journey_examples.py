@@ -1,4 +1,4 @@
-"""Issue 11, items 13 and 14: the template's word-count fails on a missing file and the run
+"""The template's word-count fails on a missing file and the run
 is recorded as failed; ``unhide`` is the documented name of ``show``."""
 
 from __future__ import annotations

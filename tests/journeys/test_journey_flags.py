@@ -1,4 +1,4 @@
-"""Issue 11, items 10 and 12 (in part): flags, the user config file, runs --prune, wait
+"""Flags, the user config file, runs --prune, wait
 without an id."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11, item 5: hints that work."""
+"""Hints that work."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.helpers import cli, git_text, make_recipe, make_skill, requires_git, run_main
 
-from librarian.store.revparse import split_revision
+from librarian.git.revparse import split_revision
 
 Capsys = pytest.CaptureFixture[str]
 

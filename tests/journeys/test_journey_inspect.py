@@ -1,4 +1,4 @@
-"""Issue 11, item 12: ``inspect NAME``, ``outdated``'s exit code, ``update --dry-run
+"""``inspect NAME``, ``outdated``'s exit code, ``update --dry-run
 --diff``, shell completion."""
 
 from __future__ import annotations

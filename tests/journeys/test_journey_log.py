@@ -1,5 +1,5 @@
-"""Issue 11, item 2: ``log NAME`` follows exactly one item by its path trailers, across a
-promotion; ``team:pdf`` is not ``team2:pdf``; an unknown name is exit 2 (item 9)."""
+"""``log NAME`` follows exactly one item by its path trailers, across a
+promotion; ``team:pdf`` is not ``team2:pdf``; an unknown name is exit 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11, item 9: the human output says what it means."""
+"""The human output says what it means."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11, items 3 and 6: ``status`` agrees with git about the work tree and with
+"""``status`` agrees with git about the work tree and with
 ``update`` about managed items, and says when an interrupted change is pending."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The per-item digest is the item's git tree id in SHA-256 object format (spec §2)."""
+"""The per-item digest is the item's git tree id in SHA-256 object format (spec §2.12)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.content.validate import load_source
 from librarian.core.digest import (
     MODE_EXECUTABLE,
@@ -33,8 +34,8 @@ from librarian.core.digest import (
     tree_ids,
 )
 from librarian.core.model import Policy
+from librarian.library.layout import Library
 from librarian.ops.status import library_status
-from librarian.store.library import Library
 
 EMPTY_TREE_SHA256 = "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
 EMPTY_TREE_SHA1 = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -181,7 +182,8 @@ def test_retained_digest_is_reproducible_with_plain_git(
     assert receipt["digest"] == expected
 
     # The same digest everywhere librarian shows it.
-    status = {i.path: i for i in library_status(Library(library)).items}["skills/ordering"]
+    items = library_status(Library(library, GENERATED)).items
+    status = {i.path: i for i in items}["skills/ordering"]
     assert status.digest == status.committed == expected
     inspected = run_main(capsys, "--library", str(library), "inspect", "--json").json
     assert {i["path"]: i["digest"] for i in inspected["items"]}["skills/ordering"] == expected

@@ -1,6 +1,6 @@
-"""What ``status`` pays that is not its work (issue 12, fixed cost): the modules a warm
+"""What ``status`` pays that is not its work: the modules a warm
 status imports, and the committed configuration documents remembered by blob id
-(store/snapshot.py ``committed_yaml``), which never change what a command shows."""
+(library/snapshot.py ``committed_yaml``), which never change what a command shows."""
 
 from __future__ import annotations
 
@@ -18,18 +18,19 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache.memo import TreeMemo
+from librarian.library.layout import Library
+from librarian.library.snapshot import DOCUMENTS_MEMO, committed_yaml
 from librarian.ops.retention import retain
-from librarian.store.changes import FileChange
-from librarian.store.library import Library
-from librarian.store.memo import TreeMemo
-from librarian.store.snapshot import DOCUMENTS_MEMO, committed_yaml
+from librarian.txn.changes import FileChange
 
 Cap = pytest.CaptureFixture[str]
 
 #: Never imported by a warm status of a library without exposed tools.
 NOT_NEEDED = ("yaml", "librarian.gate", "librarian.core.manifests", "librarian.content.validate",
               "librarian.formats.skillmd", "librarian.formats.recipe",
-              "librarian.content.secretscan", "librarian.store.txn", "librarian.sources",
+              "librarian.content.secretscan", "librarian.txn.transaction", "librarian.sources",
               "librarian.trust", "librarian.cli.skills", "librarian.cli.sources",
               "librarian.cli.tools", "cryptography", "rich")
 
@@ -43,7 +44,7 @@ def _memo(library: Path) -> Path:
 
 
 def test_a_warm_status_imports_only_what_it_uses(library: Path, sources: Path) -> None:
-    retain(Library(library), make_skill(sources, "pdf"))
+    retain(Library(library, GENERATED), make_skill(sources, "pdf"))
     first = modules_after(library, "status")
     assert first[0] == 0
     assert _memo(library).is_file()  # tools.yaml's document, by its blob id
@@ -58,7 +59,7 @@ def test_a_warm_status_imports_only_what_it_uses(library: Path, sources: Path) -
 
 def test_a_status_with_tools_judges_them_as_before(library: Path, sources: Path,
                                                    capsys: Cap) -> None:
-    retain(Library(library), make_recipe(sources, "review"))
+    retain(Library(library, GENERATED), make_recipe(sources, "review"))
     assert cli(capsys, library, "expose", "review").code == 0
     code, out, modules = modules_after(library, "status", "--json")
     assert code == 0
@@ -74,14 +75,14 @@ def test_a_changed_file_is_validated_again_and_refused_with_the_same_error(
     assert cli(capsys, library, "inspect").code == 0  # library.yaml remembered too
     remembered = json.loads(_memo(library).read_bytes())["entries"]
     assert len(remembered) == 2
-    hand_commit(Library(library), "a bad tools.yaml", [],
+    hand_commit(Library(library, GENERATED), "a bad tools.yaml", [],
                 [FileChange("tools.yaml", b"tools:\n  x: {recipe: recipes/x}\n")])
     refused = cli(capsys, library, "status")
     assert refused.code == 2 and "recipe and digest are required" in refused.err
     _memo(library).unlink()
     assert cli(capsys, library, "status") == refused  # the same without any memo
     assert not _memo(library).exists()  # a failed command remembers nothing
-    hand_commit(Library(library), "tools.yaml again", [],
+    hand_commit(Library(library, GENERATED), "tools.yaml again", [],
                 [FileChange("tools.yaml", b"tools: {}\n")])
     assert cli(capsys, library, "status").code == 0
     # library.yaml: a new blob is read and validated as ever
@@ -114,7 +115,7 @@ def test_a_document_json_cannot_hold_exactly_is_never_remembered(library: Path) 
         seen.append(document)
         return document
 
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         for text, remembered in ((b"when: 2024-01-02\n", False), (b"1: one\n", False),
                                  (b"x: .nan\n", False), (b"x: [1, 2.5, null, yes]\n", True)):
             blob = store.blob(text)

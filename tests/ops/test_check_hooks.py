@@ -21,15 +21,16 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.resources import hooks_dir
+from librarian.library.layout import Library
 from librarian.ops.hooks import render_hook
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    retain(Library(library), make_skill(sources, "alpha"))
+    retain(Library(library, GENERATED), make_skill(sources, "alpha"))
     return library
 
 
@@ -82,7 +83,7 @@ def test_check_finds_a_secret_added_with_plain_git(
 def test_check_problems_name_the_library_path(
     stocked: Path, sources: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    retain(Library(stocked), make_skill(sources, "beta"))
+    retain(Library(stocked, GENERATED), make_skill(sources, "beta"))
     write(stocked / "skills" / "beta" / ".env", "TOKEN=abc\n")
     write(stocked / "skills" / "alpha" / "SKILL.md", b"---\nname: alpha\n---\nbody\n")
     problems = json.loads(cli(capsys, stocked, "check", "--json").out)["problems"]
@@ -177,7 +178,7 @@ def test_pre_commit_hook_refuses_a_bad_edit_committed_with_commit_all(
 def test_the_hook_finds_the_librarian_that_installed_it(
     stocked: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11, item 7: outside the virtual environment (no librarian on PATH) the hook
+    """Outside the virtual environment (no librarian on PATH) the hook
     runs the interpreter written into it; without that either, it says what to do."""
     assert cli(capsys, stocked, "hooks", "install").code == 0
     hook = stocked / ".git" / "hooks" / "pre-commit"

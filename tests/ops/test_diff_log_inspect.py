@@ -24,15 +24,16 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 LONG_BODY = "".join(f"line {n}\n" for n in range(30))
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "alpha", body=LONG_BODY,
                            extra_files={"run.sh": (b"#!/bin/sh\necho a\n", 0o755),
                                         "notes.txt": "one\ntwo\n",
@@ -267,7 +268,7 @@ def test_inspect_shows_diagnostics_for_content_committed_with_plain_git(
 def test_inspect_never_creates_anything(
     stocked: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.rmtree(Library(stocked).state_dir)
+    shutil.rmtree(Library(stocked, GENERATED).state_dir)
     before = library_state(stocked)
     git_dir_before = tree_snapshot(stocked / ".git", skip_git=False)
     for args in (["inspect"], ["inspect", "--verbose", "--json"], ["inspect", "tools"],

@@ -19,7 +19,7 @@ from support.helpers import (
 )
 
 from librarian.formats.config import load_library_config, load_lock, load_tools
-from librarian.store.library import find_library
+from librarian.library.layout import find_library
 
 TOP_FILES = {".gitattributes", "README.md", "library.yaml", "librarian.lock", "tools.yaml",
              ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json"}

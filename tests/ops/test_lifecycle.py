@@ -23,22 +23,23 @@ from support.helpers import (
     tree_snapshot,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.events import parse_message
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
+from librarian.library.layout import Library
 from librarian.ops.history import read_log
 from librarian.ops.lifecycle import defer, discard, parse_until, promote
 from librarian.ops.retention import retain
 from librarian.ops.review import review_drafts
 from librarian.ops.revisions import restore, retire, revise
-from librarian.store.changes import DirChange, FileChange
-from librarian.store.library import Library
+from librarian.txn.changes import DirChange, FileChange
 
 Capsys = pytest.CaptureFixture[str]
 
 
 
 def last_trailers(library: Path) -> dict[str, str]:
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         commit = store.head()
         assert commit is not None
         event = parse_message(store.commit(commit).message)
@@ -61,7 +62,7 @@ def refused(capsys: Capsys, library: Path, code: int, *args: str) -> str:
 def test_promote_moves_draft_by_kind_with_digest_unchanged(
     library: Path, sources: Path, capsys: Capsys
 ) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     skill = make_skill(sources, "notes", extra_files={"scripts/go.sh": (b"#!/bin/sh\n", 0o755)})
     recipe = make_recipe(sources, "counter")
     drafted = {r.name: r for r in (retain(lib, skill, draft=True), retain(lib, recipe, draft=True))}
@@ -97,7 +98,7 @@ def test_promote_moves_draft_by_kind_with_digest_unchanged(
 
 
 def test_discard_and_defer_record_decisions(library: Path, sources: Path, capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "maybe"), draft=True, evidence="captured once")
     retain(lib, make_skill(sources, "nope"), draft=True)
     tree_before = tree_snapshot(library)
@@ -131,7 +132,7 @@ def test_discard_and_defer_record_decisions(library: Path, sources: Path, capsys
 def test_review_lists_drafts_due_deferrals_first(
     library: Path, sources: Path, capsys: Capsys
 ) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     for name in ("alpha", "beta", "gamma", "delta"):
         retain(lib, make_skill(sources, name), draft=True, evidence=f"seen {name}")
     retain(lib, make_skill(sources, "kept"))  # retained: not a draft, not reviewed
@@ -175,7 +176,7 @@ def test_parse_until() -> None:
 def test_draft_operations_refuse_retained_and_unknown(
     library: Path, sources: Path, capsys: Capsys
 ) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "solid"))
     retain(lib, make_skill(sources / "d", "rough"), draft=True)
     message = refused(capsys, library, 3, "discard", "solid", "--reason", "x")
@@ -190,7 +191,7 @@ def test_draft_operations_refuse_retained_and_unknown(
         refused(capsys, library, 2, *command)
     # Retained-only operations refuse drafts.
     refused(capsys, library, 3, "retire", "rough")
-    # A draft can be revised (issue 11): the same content is "nothing to revise".
+    # A draft can be revised: the same content is "nothing to revise".
     refused(capsys, library, 2, "revise", "rough", str(sources / "d" / "rough"))
     # JSON errors are one document too.
     result = cli(capsys, library, "promote", "ghost", "--json")
@@ -200,7 +201,7 @@ def test_draft_operations_refuse_retained_and_unknown(
 
 def test_promote_refuses_a_draft_with_local_edits(library: Path, sources: Path,
                                                   capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "edited"), draft=True)
     with (library / "drafts" / "edited" / "SKILL.md").open("a") as handle:
         handle.write("local edit\n")
@@ -211,7 +212,7 @@ def test_promote_refuses_a_draft_with_local_edits(library: Path, sources: Path,
 
 
 def test_revise_records_both_digests(library: Path, sources: Path, capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     first = retain(lib, make_skill(sources / "v1", "guide", body="# v1\n"))
     v2 = make_skill(sources / "v2", "guide", body="# v2\n", extra_files={"references/a.md": "a"})
     result = cli(capsys, library, "revise", "guide", str(v2), "--evidence", "better", "--json")
@@ -241,7 +242,7 @@ def test_revise_records_both_digests(library: Path, sources: Path, capsys: Capsy
 
 
 def test_revise_in_place_takes_the_work_tree_edit(library: Path, sources: Path) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "inplace"))
     target = library / "skills" / "inplace"
     with (target / "SKILL.md").open("a") as handle:
@@ -255,7 +256,7 @@ def test_revise_in_place_takes_the_work_tree_edit(library: Path, sources: Path) 
 def test_revise_from_elsewhere_refuses_local_edits(
     library: Path, sources: Path, capsys: Capsys
 ) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources / "a", "busy"))
     (library / "skills" / "busy" / "notes.md").write_text("unsaved\n")
     new = make_skill(sources / "b", "busy", body="# new\n")
@@ -263,7 +264,7 @@ def test_revise_from_elsewhere_refuses_local_edits(
 
 
 def test_retire_restore_roundtrip_and_log(library: Path, sources: Path, capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     draft = retain(lib, make_skill(sources / "a", "cycle", body="# one\n"), draft=True)
     promote(lib, "cycle", evidence="worked")
     revised = revise(lib, "cycle", make_skill(sources / "b", "cycle", body="# two\n"))
@@ -298,7 +299,7 @@ def test_retire_restore_roundtrip_and_log(library: Path, sources: Path, capsys: 
 
 
 def test_retire_refused_while_exposed(library: Path, sources: Path, capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     receipt = retain(lib, make_recipe(sources, "tooly"))
     assert receipt.digest is not None
     tools = dump_tools({"tooly-tool": ToolEntry("recipes/tooly", receipt.digest)})
@@ -316,7 +317,7 @@ def test_retire_refused_while_exposed(library: Path, sources: Path, capsys: Caps
 def test_managed_items_are_read_only(library: Path, sources: Path, capsys: Capsys) -> None:
     from librarian.content.validate import load_source
 
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     content = load_source(make_skill(sources, "shared"), committed_policy(lib))
 
     hand_commit(lib, "update team", [("Librarian-Event", "update")],

@@ -26,8 +26,9 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 AWS_KEY = "AKIA" + "Q3ZT7WBN5XK2LM4P"  # shaped like a real access key id (not EXAMPLE)
 PEM = (
@@ -351,7 +352,7 @@ def _missing_source(lib: Path, src: Path) -> tuple[Path, list[str]]:
 
 
 def _retain_first(lib: Path, item: Path, *flags: str) -> None:
-    retain(Library(lib), item, draft="--draft" in flags)
+    retain(Library(lib, GENERATED), item, draft="--draft" in flags)
 
 
 def _taken_by_skill(lib: Path, src: Path) -> tuple[Path, list[str]]:
@@ -453,7 +454,7 @@ def test_refusal_lists_every_problem_on_one_line(
     result = retain_cli(capsys, library, str(src))
     assert result.code == 2
     line = assert_one_error_line(result.err)
-    assert ".env" in line and "link" in line  # every problem (issue 11)
+    assert ".env" in line and "link" in line  # every problem, not the first
     assert "more)" not in line
     assert result.out == ""
     document = retain_cli(capsys, library, str(src), "--json").json

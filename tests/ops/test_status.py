@@ -22,17 +22,18 @@ from support.helpers import (
     write,
 )
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import statcache
+from librarian.cache.statfile import ItemsFile, identity_of
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
-from librarian.store import statcache
-from librarian.store.library import Library
-from librarian.store.statfile import ItemsFile, identity_of
 
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
     """A library holding skill ``alpha`` (with a script) and draft ``beta``."""
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "alpha", extra_files={"run.sh": (b"#!/bin/sh\n", 0o755),
                                                           "notes/a.md": "aaaa\n"}))
     retain(lib, make_skill(sources, "beta"), draft=True)
@@ -204,7 +205,7 @@ class HashCounter:
 
 
 def _cache_entries(library: Path) -> set[str]:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     file = ItemsFile(lib.cache_dir / statcache.ITEMS_FILE, identity_of(lib.git_dir))
     return {key for i in range(file.count) if (key := file.key(i)) is not None}
 
@@ -214,7 +215,7 @@ def test_second_status_reuses_the_stat_cache(
 ) -> None:
     settle_files(monkeypatch)
     counter = HashCounter(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     assert library_status(lib).clean
     assert len(counter.calls) == 2
     assert set(_cache_entries(stocked)) == {"skills/alpha", "drafts/beta"}
@@ -234,7 +235,7 @@ def test_a_file_stamped_at_or_after_the_scan_is_not_cached(stocked: Path) -> Non
     time.sleep(0.05)  # beta's files: past the tick the fixture stamped them in
     later = time.time_ns() + 10 * 1_000_000_000
     os.utime(stocked / "skills" / "alpha" / "SKILL.md", ns=(later, later))
-    assert library_status(Library(stocked)).clean
+    assert library_status(Library(stocked, GENERATED)).clean
     assert _cache_entries(stocked) == {"drafts/beta"}
 
 
@@ -242,7 +243,7 @@ def test_files_written_before_the_scan_are_cached_at_once(stocked: Path) -> None
     """The racy window is the filesystem's clock tick, not seconds of wall time: a status
     right after an install trusts what the install wrote."""
     time.sleep(0.05)  # past the tick the fixture's last file was stamped in
-    assert library_status(Library(stocked)).clean
+    assert library_status(Library(stocked, GENERATED)).clean
     assert _cache_entries(stocked) == {"skills/alpha", "drafts/beta"}
 
 
@@ -250,7 +251,7 @@ def test_the_stamp_is_never_made_through_a_linked_cache_directory(
     stocked: Path, tmp_path: Path
 ) -> None:
     """Without a stamp of its own the wall clock less RACY_SECONDS stands in."""
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     shutil.rmtree(lib.cache_dir, ignore_errors=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -262,7 +263,7 @@ def test_the_stamp_is_never_made_through_a_linked_cache_directory(
 
 
 def test_the_stamp_is_the_filesystems_clock_and_leaves_nothing(stocked: Path) -> None:
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     library_status(lib)
     before = sorted(p.name for p in lib.cache_dir.iterdir())
     probe = lib.cache_dir / "probe"
@@ -279,7 +280,7 @@ def test_same_size_edit_in_the_same_second_is_detected(
 ) -> None:
     if clock == "settled":
         settle_files(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     target = stocked / "skills" / "alpha" / "notes" / "a.md"
     assert library_status(lib).clean
     st = target.stat()
@@ -292,7 +293,7 @@ def test_same_size_edit_in_the_same_second_is_detected(
 
 def test_damaged_cache_is_ignored(stocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settle_files(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     assert library_status(lib).clean
     for name in (statcache.ITEMS_FILE, statcache.DIGESTS_FILE):
         (lib.cache_dir / name).write_bytes(b"not a cache")
@@ -306,7 +307,7 @@ def test_cached_digest_matches_a_fresh_computation(
     stocked: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settle_files(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     first = {i.path: i.digest for i in library_status(lib).items}
     second = {i.path: i.digest for i in library_status(lib).items}
     shutil.rmtree(lib.cache_dir)
@@ -320,7 +321,7 @@ def test_cached_file_lists_still_see_entries_added_removed_or_replaced(
     """The fast path trusts a cached file list while no directory's mtime moved; every
     kind of entry change below an item must still be seen."""
     settle_files(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     item = stocked / "skills" / "alpha"
     (item / "more").mkdir()
     (item / "more" / "a.md").write_bytes(b"a\n")
@@ -355,7 +356,7 @@ def test_a_new_file_is_seen_even_when_the_directory_mtime_is_put_back(
     """tar, rsync -a or touch -d can restore a directory's mtime after an entry was added;
     its ctime still moves, and the cached file list must not be trusted."""
     settle_files(monkeypatch)
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     item = stocked / "skills" / "alpha"
     assert library_status(lib).clean
     assert library_status(lib).clean  # answered from the cached file list
@@ -370,9 +371,9 @@ def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
     library: Path, tmp_path: Path
 ) -> None:
     from librarian.core.model import ItemFile
-    from librarian.store.changes import DirChange
+    from librarian.txn.changes import DirChange
 
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     files = (ItemFile("SKILL.md", False, b"---\nname: beta\ndescription: B.\n---\nbody\n"),)
     hand_commit(lib, "install beta", [("Librarian-Event", "update")],
                 [DirChange("sources/team/skills/beta", files)])
@@ -386,7 +387,7 @@ def test_a_managed_item_replaced_by_a_symlink_is_not_clean(
 
 
 def test_a_stray_file_among_the_items_is_untracked(stocked: Path) -> None:
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     (stocked / "skills" / "junk.txt").write_bytes(b"not an item\n")
     report = library_status(lib)
     assert not report.clean

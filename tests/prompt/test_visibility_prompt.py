@@ -19,15 +19,16 @@ from support.helpers import (
     make_skill,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.content.validate import load_source
 from librarian.formats.config import TOOLS_FILE, ToolEntry, dump_tools
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.ops.visibility import hide, resident
 from librarian.prompt.cache import ITEMS_CACHE, REGISTRY_CACHE
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
-from librarian.store.changes import DirChange, FileChange
-from librarian.store.library import Library
+from librarian.txn.changes import DirChange, FileChange
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -45,7 +46,7 @@ def library_yaml(library: Path) -> str:
 
 @pytest.fixture
 def stocked(library: Path, sources: Path) -> Path:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     retain(lib, make_skill(sources, "pdf", description='Fill PDF forms & "read" <tables>.',
                            body="# PDF\n\nUse <b>pdftotext</b> & friends.\n"))
     retain(lib, make_skill(sources, "alpha", description="First in order."))
@@ -104,7 +105,7 @@ def test_visibility_refuses_unknown_and_non_skills(stocked: Path, capsys: Capsys
 
 
 def test_hidden_wins_over_resident(stocked: Path) -> None:
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     resident(lib, "pdf")
     receipt = hide(lib, "pdf")
     assert receipt.warnings
@@ -162,7 +163,7 @@ def test_prompt_markdown_and_json(stocked: Path, capsys: Capsys) -> None:
 
 
 def test_prompt_budget_shortens_then_drops_and_says_so(library: Path, sources: Path) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     for number in range(30):
         retain(lib, make_skill(sources, f"skill-{number:02d}",
                                description=f"Skill number {number}. " + "Long words here. " * 12))
@@ -203,7 +204,7 @@ def test_prompt_budget_via_cli(stocked: Path, capsys: Capsys) -> None:
 
 def test_prompt_lists_managed_skills_and_exposed_tools(library: Path, sources: Path,
                                                        capsys: Capsys) -> None:
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     recipe = retain(lib, make_recipe(sources, "review-change", extra_yaml=""))
     shared = load_source(make_skill(sources / "up", "pdf", description="Upstream pdf."),
                          committed_policy(lib))
@@ -232,7 +233,7 @@ def test_prompt_lists_managed_skills_and_exposed_tools(library: Path, sources: P
 
 
 def test_prompt_cache_follows_head(stocked: Path, sources: Path, capsys: Capsys) -> None:
-    lib = Library(stocked)
+    lib = Library(stocked, GENERATED)
     first = prompt_text(capsys, stocked)
     cache = json.loads((stocked / ".git/librarian/cache" / REGISTRY_CACHE).read_text())
     assert cache["registry"]["tree"] in cache["key"]
@@ -246,7 +247,7 @@ def test_prompt_cache_follows_head(stocked: Path, sources: Path, capsys: Capsys)
 def test_invalid_committed_skill_is_reported_not_listed(library: Path, capsys: Capsys) -> None:
     from librarian.core.model import ItemFile
 
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     broken = (ItemFile("SKILL.md", False, b"---\nname: broken\n---\nno description\n"),)
     hand_commit(lib, "plain git commit", [],
                 [DirChange("skills/broken", broken)])

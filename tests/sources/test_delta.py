@@ -17,10 +17,11 @@ from support.sources_helpers import Upstream, edit_source, install
 
 import librarian.sources.plan as plan_module
 import librarian.sources.update as update_module
+from librarian.agents.claude_manifests import GENERATED
+from librarian.library.layout import Library
 from librarian.ops.create import init_library
-from librarian.sources.planned import SourcePlan
+from librarian.sources.plan_values import SourcePlan
 from librarian.sources.update import outdated
-from librarian.store.library import Library
 
 Cap = pytest.CaptureFixture[str]
 
@@ -68,10 +69,10 @@ def _plans_both_ways(library: Path, watch: Watch) -> tuple[SourcePlan, SourcePla
     memo = _memo(library)
     kept = memo.read_bytes() if memo.exists() else None
     before = watch.delta
-    (first,) = outdated(Library(library)).plans
+    (first,) = outdated(Library(library, GENERATED)).plans
     used_delta = watch.delta > before
     memo.unlink(missing_ok=True)
-    (full,) = outdated(Library(library)).plans
+    (full,) = outdated(Library(library, GENERATED)).plans
     if kept is not None:
         memo.write_bytes(kept)
     return first, full, used_delta
@@ -224,7 +225,7 @@ def _apply(up: Upstream, library: Path, op: tuple[str, str, int]) -> None:
 def _temporary_library(tmp_path: Path, counter: Iterator[int]) -> tuple[Path, Upstream]:
     root = tmp_path / f"case-{next(counter)}"
     library = root / "lib"
-    init_library(library, "test-lib")
+    init_library(library, "test-lib", GENERATED)
     up = Upstream(root / "up.git")
     up.skill(_item_path("a", "pdf")).skill(_item_path("z", "docx")).commit("first")
     return library, up
@@ -255,7 +256,7 @@ def test_any_change_is_planned_as_the_full_read_plans_it(
         # both must commit the same trees.
         library, up = _temporary_library(tmp_path, counter)
         twin = library.parent / "twin"
-        init_library(twin, "test-lib")
+        init_library(twin, "test-lib", GENERATED)
         try:
             for each in (library, twin):
                 install(capsys, each, up)
@@ -308,7 +309,7 @@ def test_a_collection_a_hand_commit_touched_is_built_again_whole(
     libraries = []
     for name in ("lib", "twin"):
         library = tmp_path / name
-        init_library(library, "test-lib")
+        init_library(library, "test-lib", GENERATED)
         install(capsys, library, up)
         stray = library / "sources" / "team" / "skills" / "notes.txt"
         stray.write_bytes(b"committed by hand\n")
@@ -354,7 +355,7 @@ def test_an_edit_of_the_configuration_alone_keeps_the_collection_known_exact(
 
 def _twin_of(tmp_path: Path, capsys: Cap, up: Upstream) -> Path:
     twin = tmp_path / "twin"
-    init_library(twin, "test-lib")
+    init_library(twin, "test-lib", GENERATED)
     install(capsys, twin, up)
     return twin
 

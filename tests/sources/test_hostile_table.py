@@ -1,4 +1,4 @@
-"""A hostile world (issue 9), as a table: each case builds a library an attacker or an
+"""A hostile world, as a table: each case builds a library an attacker or an
 unlucky user could hand librarian, runs one command, and asserts the exit code, exactly one
 error line naming the problem, and that nothing changed (the branch, the work tree,
 ``.git/librarian``, and any directory outside the library a link points at)."""
@@ -26,10 +26,11 @@ from support.helpers import (
 )
 from support.sources_helpers import Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.gate.exposure import expose
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
 from librarian.sources.subscriptions import add_source
-from librarian.store.library import Library
 
 ZWNJ = "\u200c"
 SECRET = "kT9" + "vQ2mZx7Lr4Hs8Wd1Np6Bc3Yf5Jg0Ue/Ai+Ro7"
@@ -55,7 +56,7 @@ class Ctx:
         return make_skill(self.src, name, extra_files=extra or {}, **kw)  # type: ignore[arg-type]
 
     def retained(self, name: str = "kept") -> str:
-        retain(Library(self.library), make_skill(self.tmp / "first", name))
+        retain(Library(self.library, GENERATED), make_skill(self.tmp / "first", name))
         return name
 
 
@@ -180,7 +181,7 @@ def _recover_forged(ctx: Ctx) -> list[str]:
 def _upstream(ctx: Ctx) -> Upstream:
     up = Upstream(ctx.tmp / "up")
     up.skill("skills/ok").commit("first")
-    add_source(Library(ctx.library), "team", up.url)
+    add_source(Library(ctx.library, GENERATED), "team", up.url)
     return up
 
 
@@ -188,7 +189,7 @@ def _update_with(change: Callable[[Upstream], object]) -> Setup:
     def setup(ctx: Ctx) -> list[str]:
         up = _upstream(ctx)
         from librarian.sources.update import update
-        update(Library(ctx.library))
+        update(Library(ctx.library, GENERATED))
         change(up)
         up.commit("hostile")
         return ["update"]
@@ -227,7 +228,7 @@ def _staged(files: dict[str, bytes | str], link: str | None = None) -> Setup:
 def _committed_tools(tool: str, recipe: str = "recipes/count", digest: str | None = None,
                      run: str | None = None) -> Setup:
     def setup(ctx: Ctx) -> list[str]:
-        lib = Library(ctx.library)
+        lib = Library(ctx.library, GENERATED)
         retain(lib, make_recipe(ctx.tmp / "r", "count"))
         receipt = expose(lib, "count")
         real = digest or str(receipt.digest)
@@ -243,7 +244,7 @@ def _locked(edit: Callable[[str], str], command: str = "check") -> Setup:
     def setup(ctx: Ctx) -> list[str]:
         up = _upstream(ctx)
         from librarian.sources.update import update
-        update(Library(ctx.library))
+        update(Library(ctx.library, GENERATED))
         del up
         path = ctx.library / "librarian.lock"
         path.write_text(edit(path.read_text()))

@@ -10,8 +10,8 @@ from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from librarian.git.repo import GitStore
 from librarian.sources.upstream import find_item_trees
-from librarian.store.gitstore import GitStore
 
 MODE_TREE, MODE_FILE = 0o040000, 0o100644
 

@@ -15,15 +15,16 @@ from hypothesis import strategies as st
 from support.helpers import cli, count_forks, two_processors
 from support.sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache.memo import ShortMemo
 from librarian.core import halves
 from librarian.core.model import ItemFile, Policy
 from librarian.errors import UsageError
 from librarian.formats.config import SourceConfig
+from librarian.git import objectstore
+from librarian.library.layout import Library
 from librarian.sources import judging
 from librarian.sources.upstream import Collection, read_collection
-from librarian.store import objectstore
-from librarian.store.library import Library
-from librarian.store.memo import ShortMemo
 
 
 def _upstream(path: Path) -> Upstream:
@@ -49,7 +50,7 @@ def _upstream(path: Path) -> Upstream:
 @pytest.fixture
 def fetched(tmp_path: Path, library: Path, capsys: Any) -> Library:
     install(capsys, library, _upstream(tmp_path / "up"))
-    return Library(library)
+    return Library(library, GENERATED)
 
 
 def _read(lib: Library, monkeypatch: pytest.MonkeyPatch, *, split: bool) -> tuple[
@@ -112,15 +113,15 @@ def test_without_room_the_child_sends_verdicts_and_staging_reads_the_store(
     install(capsys, lib_a, up)
     monkeypatch.setattr(halves, "LEAST", 2)
     monkeypatch.setattr(objectstore, "BLOB_MEMO_BYTES", 0)  # no bytes kept, none sent
-    alone = _read(Library(lib_a), monkeypatch, split=False)
-    collection, checked, digests, kinds = _read(Library(lib_a), monkeypatch, split=True)
+    alone = _read(Library(lib_a, GENERATED), monkeypatch, split=False)
+    collection, checked, digests, kinds = _read(Library(lib_a, GENERATED), monkeypatch, split=True)
     assert (collection, digests, kinds) == (alone[0], alone[2], alone[3]) and not checked
     monkeypatch.setattr(halves, "LEAST", 2)
     install(capsys, lib_b, up)  # split, every item staged from the store
     for lib in (lib_a, lib_b):
         assert cli(capsys, lib, "status").code == 0
-    tree_a, tree_b = (Library(lib).store().lookup(Library(lib).store().commit(
-        Library(lib).store().head()).tree, "sources/team") for lib in (lib_a, lib_b))
+    tree_a, tree_b = (Library(lib, GENERATED).store().lookup(Library(lib, GENERATED).store().commit(
+        Library(lib, GENERATED).store().head()).tree, "sources/team") for lib in (lib_a, lib_b))
     assert tree_a == tree_b
     guide = lib_b / "sources" / "team" / "skills" / "tool" / "scripts" / "go.sh"
     assert guide.read_bytes() == b"#!/bin/sh\n" and os.access(guide, os.X_OK)
@@ -136,7 +137,7 @@ def test_a_split_install_commits_what_an_unsplit_one_does(
         lib = tmp_path / f"lib-{least}"
         assert cli(capsys, lib, "init", str(lib), "--name", "x").code == 0
         install(capsys, lib, up)
-        store = Library(lib).store()
+        store = Library(lib, GENERATED).store()
         trees.append(store.commit(store.head()).tree)
         assert (lib / "sources" / "team" / "skills" / "own-ignores" / "SKILL.md").exists()
         assert not (lib / "sources" / "team" / "skills" / "own-ignores" / "run.log").exists()

@@ -18,8 +18,9 @@ from support.helpers import (
 )
 from support.sources_helpers import Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_library_config, load_lock
-from librarian.store.gitremote import strip_credentials
+from librarian.git.remote import strip_credentials
 
 Cap = pytest.CaptureFixture[str]
 
@@ -144,13 +145,13 @@ def test_remove_finds_untracked_files_between_items_but_not_inside_them(
 ) -> None:
     """The walk of the collection is linear: it skips installed items (judged by their
     hash) and reports any other directory holding files."""
+    from librarian.library.layout import Library
+    from librarian.library.snapshot import Snapshot
     from librarian.sources.subscriptions import local_edits
-    from librarian.store.library import Library
-    from librarian.store.snapshot import Snapshot
 
     assert cli(capsys, library, "source", "add", "team", upstream.url).code == 0
     assert cli(capsys, library, "update").code == 0
-    lib = Library(library)
+    lib = Library(library, GENERATED)
     with lib.store() as store:
         tree = Snapshot.head(lib, store).tree
         assert local_edits(lib, store, tree, "team") == []

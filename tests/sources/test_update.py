@@ -383,8 +383,8 @@ def test_staged_content_is_verified_against_the_plan(
     library: Path, upstream: Upstream, capsys: Cap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from librarian.core.model import ItemFile
-    from librarian.store import objectstore
-    from librarian.store.gitstore import GitStore
+    from librarian.git import objectstore
+    from librarian.git.repo import GitStore
 
     add(capsys, library, "team", upstream.url)
     # No room to keep the files the plan checked: staging reads the store again.
@@ -658,7 +658,7 @@ def test_an_install_stages_the_bytes_it_validated(
     """The files planning read, validated and hashed are the ones written: the store is
     not read again for them (then damage after the plan cannot reach the work tree)."""
     from librarian.core.model import ItemFile
-    from librarian.store.gitstore import GitStore
+    from librarian.git.repo import GitStore
 
     add(capsys, library, "team", upstream.url)
 

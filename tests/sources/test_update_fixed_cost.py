@@ -1,5 +1,5 @@
 """What ``update`` pays that is not its work: the modules it imports, and an update with
-nothing new upstream (issue 12, fixed cost)."""
+nothing new upstream."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import pytest
 from support.helpers import cli, git, modules_after, requires_git, run_main
 from support.sources_helpers import Upstream, edit_source
 
+from librarian.agents.claude_manifests import GENERATED
+
 Cap = pytest.CaptureFixture[str]
 
 #: Never imported by an update of unsigned sources that merges nothing and forces nothing.
-NOT_NEEDED = ("cryptography", "librarian.trust", "librarian.store.merge",
+NOT_NEEDED = ("cryptography", "librarian.trust", "librarian.git.merge",
               "librarian.sources.backups", "librarian.sources.merging",
               "librarian.content.patch", "librarian.core.receipts")
 
@@ -152,12 +154,12 @@ def test_a_fetched_pack_is_checked_closed_where_it_differs_from_the_previous_tip
     changed tree names that neither the pack nor the library holds is still refused."""
     from dulwich.objects import Blob, Commit, Tree
 
-    from librarian.store.library import Library
-    from librarian.store.transfer import IncompleteSource, _judge
+    from librarian.git.transfer import IncompleteSource, _judge
+    from librarian.library.layout import Library
 
     library, _ = subscribed
     assert cli(capsys, library, "update").code == 0
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         objects = store.dulwich_repo.object_store
         old = objects[store.ref(b"refs/librarian/sources/team")]
         assert isinstance(old, Commit)

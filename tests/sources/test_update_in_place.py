@@ -1,8 +1,8 @@
 """An item changed upstream and untouched locally is updated in place: only the entries
 upstream changed are staged, swapped and re-indexed (``TreeChange.work_is_base``,
-``store.trees.entry_changes``), as ``git checkout`` rewrites only the files that changed.
-Recovery from a kill at each of those steps is tests/txn/test_kill_every_step.py's (its ``kit``
-item changes in every way shown here)."""
+``git.trees.entry_changes``), as ``git checkout`` rewrites only the files that changed.
+Recovery from a kill at each of those steps is tests/txn/test_kill_every_step.py's (its
+``kit`` item changes in every way shown here)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from support.sources_helpers import MODE_EXEC, Upstream, install
 from librarian.content.worktree import hash_work_dir, write_files
 from librarian.core.model import ItemFile
 from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE, listed_skills
-from librarian.store import staging
-from librarian.store.gitstore import GitStore
-from librarian.store.trees import entry_changes
+from librarian.git.repo import GitStore
+from librarian.git.trees import entry_changes
+from librarian.txn import staging
 
 Cap = pytest.CaptureFixture[str]
 KIT = "sources/team/skills/kit"

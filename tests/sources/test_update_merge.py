@@ -1,5 +1,5 @@
-"""`update` merges an item edited locally and changed upstream, file by file (spec §6.3,
-issue 15): a clean merge installs upstream in the commit and leaves the merged result in
+"""`update` merges an item edited locally and changed upstream, file by file (spec §6.3):
+a clean merge installs upstream in the commit and leaves the merged result in
 the work tree as the local edit; a conflict refuses with every file and hunk, changing
 nothing; the original edit is backed up before the work tree changes."""
 
@@ -24,8 +24,9 @@ from support.helpers import (
 )
 from support.sources_helpers import MODE_EXEC, MODE_FILE, Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_lock
-from librarian.store.merge import FileVersion, merge_files
+from librarian.git.merge import FileVersion, merge_files
 
 Cap = pytest.CaptureFixture[str]
 
@@ -421,7 +422,7 @@ def test_update_leaves_exactly_the_merge_or_nothing(
 
     root = tmp_path_factory.mktemp("e2e")
     library = root / "lib"
-    init_library(library, "e2e-lib")
+    init_library(library, "e2e-lib", GENERATED)
     up = Upstream(root / "up.git")
     base = _item(_LINES, b"notes\n", MODE_FILE)
     theirs = _item(_apply(_LINES, theirs_edit), theirs_notes, theirs_mode)

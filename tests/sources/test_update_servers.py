@@ -11,6 +11,7 @@ import pytest
 from support.helpers import GIT, cli, head, tree_snapshot
 from support.sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_lock
 
 Cap = pytest.CaptureFixture[str]
@@ -175,14 +176,14 @@ def test_dulwich_refusing_a_url_is_a_usage_error(
     import dulwich.client
 
     from librarian.errors import UsageError
-    from librarian.store import gitremote
-    from librarian.store.library import Library
+    from librarian.git import remote as gitremote
+    from librarian.library.layout import Library
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise getattr(dulwich.client, error)("-oProxyCommand=true")
 
     monkeypatch.setattr(gitremote, "transfer", refuse)
-    with Library(library).store() as store, pytest.raises(UsageError) as raised:
+    with Library(library, GENERATED).store() as store, pytest.raises(UsageError) as raised:
         gitremote.fetch_ref(store, "ssh://example.org/x.git", "main",
                             into=b"refs/librarian/sources/x", have=None)
     assert error in raised.value.message

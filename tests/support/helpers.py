@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from librarian.agents.claude_manifests import GENERATED
+
 GIT = shutil.which("git")
 requires_git = pytest.mark.skipif(GIT is None, reason="the git binary is not installed")
 
@@ -283,7 +285,7 @@ def assert_one_error_line(err: str) -> str:
 def hand_commit(library: Any, subject: str, trailers: Any, changes: Any) -> str:
     """A commit made around librarian's commands (as plain git or another tool would),
     through the one transaction: returns the new commit id."""
-    from librarian.store.txn import Transaction
+    from librarian.txn.transaction import Transaction
 
     with Transaction(library) as tx:
         for change in changes:
@@ -293,7 +295,7 @@ def hand_commit(library: Any, subject: str, trailers: Any, changes: Any) -> str:
 
 def committed_policy(library: Any) -> Any:
     """The policy of the library's committed library.yaml."""
-    from librarian.store.snapshot import Snapshot
+    from librarian.library.snapshot import Snapshot
 
     with library.store() as store:
         return Snapshot.head(library, store).policy
@@ -302,13 +304,13 @@ def committed_policy(library: Any) -> Any:
 def commit_config_edit(library: Path, old: str, new: str) -> None:
     """Edit the committed library.yaml (``old`` -> ``new``) in one commit, as a user would
     with an editor and ``git commit``: library.yaml as committed is what commands obey."""
-    from librarian.store.changes import FileChange
-    from librarian.store.library import Library
+    from librarian.library.layout import Library
+    from librarian.txn.changes import FileChange
 
     path = library / "library.yaml"
     text = path.read_text()
     assert old in text, old
-    hand_commit(Library(library), "edit library.yaml", [],
+    hand_commit(Library(library, GENERATED), "edit library.yaml", [],
                 [FileChange("library.yaml", text.replace(old, new).encode())])
 
 
@@ -335,7 +337,7 @@ class HashCounter:
     """Counts the item directories the stat cache reads whole (in this process)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from librarian.store import statcache
+        from librarian.cache import statcache
 
         self.calls = 0
         real = statcache.hash_work_dir
@@ -351,7 +353,7 @@ def settle_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """Treat every file written before now as settled, by the wall clock: a test writes
     files and scans them within one tick of the filesystem's clock, which the stat cache
     rightly distrusts."""
-    from librarian.store import statcache
+    from librarian.cache import statcache
 
     monkeypatch.setattr(statcache, "racy_after_ns", lambda _cache_dir: time.time_ns())
 

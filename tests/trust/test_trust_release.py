@@ -10,6 +10,7 @@ import pytest
 from support.helpers import assert_one_error_line, git, git_text, make_skill, requires_git, run_main
 from support.trust_helpers import allowed_signers, requires_ssh_keygen, ssh_keygen_key
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.digest import content_digest
 from librarian.formats.config import load_lock
 from librarian.trust.keys import generate_key, read_public_key
@@ -140,7 +141,7 @@ def test_a_librarian_library_publishes_its_items(
     from librarian.ops.create import init_library
 
     publisher = tmp_path / "publisher"
-    init_library(publisher, "team-lib")
+    init_library(publisher, "team-lib", GENERATED)
     skill = make_skill(tmp_path / "src", "pdf")
     assert run_main(capsys, "--library", str(publisher), "retain", str(skill)).code == 0
     key = tmp_path / "release"

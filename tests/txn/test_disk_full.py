@@ -25,6 +25,7 @@ from support.helpers import (
     run_main,
 )
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.ops.create import init_library
 
 pytestmark = pytest.mark.crash
@@ -65,7 +66,7 @@ def test_a_full_disk_is_exit_3_naming_the_disk_at_every_level(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with tmpfs(tmp_path / "disk", "6m") as disk:
         library = disk / "lib"
-        init_library(library, "full")
+        init_library(library, "full", GENERATED)
         source = make_skill(tmp_path / "src", "big", extra_files={
             "data.bin": os.urandom(400_000)})
         outcomes = []
@@ -96,7 +97,7 @@ def _limit_file_size() -> None:
 
 def test_a_file_size_limit_is_exit_3_in_a_real_process(tmp_path: Path) -> None:
     library = tmp_path / "lib"
-    init_library(library, "limited")
+    init_library(library, "limited", GENERATED)
     source = make_skill(tmp_path / "src", "big", extra_files={"data.bin": os.urandom(300_000)})
     before = library_state(library)
     result = subprocess.run(

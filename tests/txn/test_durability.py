@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core.model import ItemFile
-from librarian.store.library import Library
+from librarian.library.layout import Library
 
 pytestmark = pytest.mark.crash
 
@@ -31,7 +32,7 @@ def test_a_pack_written_by_a_large_commit_is_fsynced(
     library: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = tuple(ItemFile(f"f{i}.txt", False, f"{i}\n".encode()) for i in range(400))
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         tree = store.files_tree(files)
         commit = store.make_commit(tree, [], "many objects\n")
         seen = _fsynced(monkeypatch)
@@ -46,7 +47,7 @@ def test_a_pack_written_by_a_large_commit_is_fsynced(
 def test_moving_a_ref_syncs_its_directory_and_its_reflog(
     library: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Library(library).store() as store:
+    with Library(library, GENERATED).store() as store:
         head = store.head()
         assert head is not None
         commit = store.make_commit(store.tree_of(head) or b"", [head], "again\n")

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from support.helpers import make_skill, write
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.core import fsutil
+from librarian.library.layout import Library
 from librarian.ops.retention import retain
-from librarian.store.library import Library
 
 pytestmark = pytest.mark.crash
 
@@ -107,7 +108,7 @@ def _fsyncs_for_a_retain(library: Path, sources: Path, name: str, files: int,
         write(skill / "references" / f"note-{number:03d}.md", f"note {number}\n")
     with monkeypatch.context() as patch:
         counter = Counter(patch)  # type: ignore[arg-type]
-        retain(Library(library), skill)
+        retain(Library(library, GENERATED), skill)
     return counter.fsyncs, counter.syncs
 
 

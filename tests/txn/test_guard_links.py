@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from librarian.errors import UsageError
-from librarian.store.guard import WRITTEN_TOP, refuse_linked_paths
+from librarian.library.guard import WRITTEN_TOP, refuse_linked_paths
 
 
 def _library(tmp_path: Path) -> Path:

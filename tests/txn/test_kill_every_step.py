@@ -1,6 +1,6 @@
-"""SIGKILL at every write step (issue 9): for each changing command, count its write steps
-(tests/support/killer.py: every open for writing, rename, unlink, mkdir… seen by an audit hook),
-then for each k kill a fresh copy of the same library just before its k-th step, run
+"""SIGKILL at every write step: for each changing command, count its write steps
+(tests/support/killer.py: every open for writing, rename, unlink, mkdir… seen by an audit
+hook), then for each k kill a fresh copy of the same library just before its k-th step, run
 ``recover``, and require: exactly the library before or exactly the library after, git
 fsck --strict clean, git status as before or after (local edits kept), no librarian file
 left behind, and the next command succeeding.
@@ -36,15 +36,16 @@ from support.helpers import (
 from support.helpers import tree_snapshot as snapshot
 from support.sources_helpers import Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.main import main
 from librarian.gate.exposure import expose
+from librarian.git.quarantine import PREFIX as QUARANTINE
+from librarian.library.layout import Library
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import retire
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
-from librarian.store.library import Library
-from librarian.store.quarantine import PREFIX as QUARANTINE
 
 KILLER = PROJECT / "tests" / "support" / "killer.py"
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
@@ -66,8 +67,8 @@ class World:
 
 def _build(base: Path) -> World:
     lib = base / "template"
-    init_library(lib, "killed")
-    library = Library(lib)
+    init_library(lib, "killed", GENERATED)
+    library = Library(lib, GENERATED)
     src = base / "src"
     for name in ("other", "old", "gone", "reviseme"):
         retain(library, make_skill(src / "first", name))
@@ -184,7 +185,7 @@ def _leftovers(library: Path, allowed: set[str]) -> list[str]:
               if "librarian" not in p.parts]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").rglob("tmp*")]
     found += [str(p.relative_to(git_dir)) for p in (git_dir / "objects").glob(
-        f"{QUARANTINE}*")]  # a fetch's quarantine (store/quarantine.py)
+        f"{QUARANTINE}*")]  # a fetch's quarantine (git/quarantine.py)
     found += [p.name for p in git_dir.glob(".*.tmp")]  # a fetch's .shallow.*.tmp
     packs = git_dir / "objects" / "pack"
     found += [str(p.relative_to(git_dir)) for p in packs.glob("*.pack")

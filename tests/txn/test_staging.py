@@ -1,4 +1,4 @@
-"""Staging over two processors (``store.staging.stage_changes``): an install whose items
+"""Staging over two processors (``txn.staging.stage_changes``): an install whose items
 are written half by a forked child leaves the same commit, work tree, index and stat cache
 as one written here alone; a child that fails has its half written here, and an error in
 its half (a damaged object) is this process's error, with nothing changed."""
@@ -23,12 +23,15 @@ from support.helpers import (
 )
 from support.sources_helpers import MODE_EXEC, Upstream, install
 
+from librarian.agents.claude_manifests import GENERATED
+from librarian.cache import statcache
+from librarian.cache.statfile import ItemsFile, identity_of
 from librarian.core import fsutil, halves
+from librarian.git import objectstore
+from librarian.git.repo import GitStore
+from librarian.library.layout import Library
 from librarian.ops.status import library_status
-from librarian.store import objectstore, staging, statcache
-from librarian.store.gitstore import GitStore
-from librarian.store.library import Library
-from librarian.store.statfile import ItemsFile, identity_of
+from librarian.txn import staging
 
 Cap = pytest.CaptureFixture[str]
 
@@ -76,7 +79,7 @@ def test_a_split_install_is_the_same_install(tmp_path: Path, capsys: Cap,
     assert keys[0] == keys[1] == sorted(keys[0]) and len(keys[0]) == 11
     monkeypatch.setattr(halves, "LEAST", 10**9)
     hashed = HashCounter(monkeypatch)
-    assert library_status(Library(split)).clean and hashed.calls == 0
+    assert library_status(Library(split, GENERATED)).clean and hashed.calls == 0
 
 
 @two_processors

@@ -12,6 +12,7 @@ import pytest
 from support.helpers import GIT, git, git_text, head, run_main, run_process, tree_snapshot
 from support.sources_helpers import Upstream
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_lock
 
 pytestmark = pytest.mark.crash
@@ -33,7 +34,7 @@ def _prepare(tmp_path: Path, capsys: Cap) -> tuple[Path, Upstream]:
     from librarian.ops.create import init_library
 
     library = tmp_path / "lib"
-    init_library(library, "crash-lib")
+    init_library(library, "crash-lib", GENERATED)
     up = Upstream(tmp_path / "up.git")
     up.skill("skills/pdf").skill("skills/docx").skill("skills/keep").recipe("recipes/review")
     up.commit("first")
@@ -132,7 +133,7 @@ def _prepare_merge(tmp_path: Path, capsys: Cap) -> tuple[Path, bytes]:
     from librarian.ops.create import init_library
 
     library = tmp_path / "lib"
-    init_library(library, "crash-lib")
+    init_library(library, "crash-lib", GENERATED)
     up = Upstream(tmp_path / "up.git")
     body = "".join(f"Step {n}.\n" for n in range(1, 9))
     up.skill("skills/pdf", body=body).skill("skills/docx").commit("first")

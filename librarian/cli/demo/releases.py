@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import error_line, receipt_text
 from librarian.cli.render_sources import update_report_text, verify_text
 from librarian.core.events import trailers
 from librarian.core.model import ItemFile
 from librarian.errors import TrustError
+from librarian.library import Library
 from librarian.ops.publish import release
 from librarian.sources.releases import verify_sources
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import update
-from librarian.store.library import Library
-from librarian.store.txn import Transaction
 from librarian.trust.keys import generate_key
+from librarian.txn import Transaction
 
 SOURCE = "team-signed"
 
@@ -57,7 +58,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
 
     mallory = workspace / "keys" / "not-the-team"
     generate_key(mallory, comment="mallory@example.org")
-    _change_upstream(Library(shared_root))
+    _change_upstream(Library(shared_root, GENERATED))
     release(shared_root, mallory)
     steps.append(DemoStep(
         "Someone with write access to the team's repository, but not the team's key, "

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import receipt_text, review_text
+from librarian.library import Library
 from librarian.ops.lifecycle import defer, promote
 from librarian.ops.retention import retain
 from librarian.ops.review import review_drafts
 from librarian.ops.visibility import resident
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
-from librarian.store.library import Library
 
 DRAFT_NAME = "release-notes"
 DRAFT_SKILL = f"""---

@@ -13,18 +13,19 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import error_line, receipt_text
 from librarian.cli.render_sources import update_output_text, update_report_text
 from librarian.core.resources import examples_dir
 from librarian.errors import ConflictError
+from librarian.library import Library
 from librarian.ops.create import init_library
 from librarian.ops.retention import retain
 from librarian.ops.revisions import revise
 from librarian.sources.plandiff import preview
 from librarian.sources.subscriptions import add_source
 from librarian.sources.update import outdated, update
-from librarian.store.library import Library
 
 SOURCE = "team"
 
@@ -32,10 +33,10 @@ SOURCE = "team"
 def tour(library: Library, workspace: Path) -> list[DemoStep]:
     steps: list[DemoStep] = []
     shared_root = workspace / "team-library"
-    shared = Library(shared_root)
+    shared = Library(shared_root, GENERATED)
     skill = examples_dir() / "skills" / "commit-message"
     recipe = examples_dir() / "recipes" / "word-count"
-    printed = [receipt_text(init_library(shared_root, "team-library")),
+    printed = [receipt_text(init_library(shared_root, "team-library", GENERATED)),
                receipt_text(retain(shared, skill, evidence="the team's convention")),
                receipt_text(retain(shared, recipe, evidence="used in CI"))]
     steps.append(DemoStep(

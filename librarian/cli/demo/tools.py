@@ -22,9 +22,8 @@ from librarian.gate.checks import record_approval, review_approval
 from librarian.gate.exposure import expose, withdraw
 from librarian.gate.runner import start_run
 from librarian.gate.runs import RunRecord, list_runs, result_receipt, wait_run
+from librarian.library import Library, Snapshot
 from librarian.ops.retention import retain
-from librarian.store.library import Library
-from librarian.store.snapshot import Snapshot
 
 RECIPE = "word-count"
 

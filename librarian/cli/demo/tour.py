@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from librarian.agents.claude_manifests import GENERATED
 from librarian.cli.demo import releases as demo_releases
 from librarian.cli.demo import skills as demo_skills
 from librarian.cli.demo import sources as demo_sources
@@ -17,12 +18,12 @@ from librarian.cli.demo.steps import DemoStep
 from librarian.cli.render import log_text, receipt_text, status_text
 from librarian.core.resources import examples_dir
 from librarian.errors import UsageError
+from librarian.library import Library
 from librarian.ops.create import init_library
 from librarian.ops.diffing import diff_library
 from librarian.ops.history import read_log
 from librarian.ops.retention import retain
 from librarian.ops.status import library_status
-from librarian.store.library import Library
 
 
 def run_demo(directory: Path | None = None) -> list[DemoStep]:
@@ -36,10 +37,10 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
     recipe_source = examples / "recipes" / "word-count"
     steps: list[DemoStep] = []
 
-    receipt = init_library(root, "demo-library")
+    receipt = init_library(root, "demo-library", GENERATED)
     steps.append(DemoStep("Create a library: a git repository with its first commit",
                           f"librarian init {root} --name demo-library", receipt_text(receipt)))
-    library = Library(root)
+    library = Library(root, GENERATED)
     for source in (skill_source, recipe_source):
         receipt = retain(library, source, evidence="shipped as a librarian example")
         steps.append(DemoStep(f"Retain a {receipt.kind.split('_')[-1]}: one commit, digest pinned",

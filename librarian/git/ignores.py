@@ -1,0 +1,20 @@
+"""Which work-tree paths git's ignore rules (``.gitignore``, ``.git/info/exclude``) leave
+out, so ``status`` lists as untracked exactly what ``git status`` lists. Over dulwich, like
+the rest of the store package; imports only ``git.repo``."""
+
+from __future__ import annotations
+
+from dulwich.ignore import IgnoreFilterManager
+
+from librarian.git.repo import GitStore
+
+
+class GitIgnores:
+    """The ignore rules of one repository, read once."""
+
+    def __init__(self, store: GitStore) -> None:
+        self._manager = IgnoreFilterManager.from_repo(store.dulwich_repo)
+
+    def ignored(self, path: str, *, directory: bool = False) -> bool:
+        """Whether git ignores the library path ``path`` (``directory``: it is one)."""
+        return bool(self._manager.is_ignored(path + ("/" if directory else "")))

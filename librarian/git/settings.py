@@ -1,0 +1,28 @@
+"""The few things librarian asks of git's own rules and configuration: whether a name is a
+branch git would accept, and a repository's ``core.worktree``. Over dulwich, so that the
+layers above never import it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dulwich.config import ConfigFile
+from dulwich.refs import Ref, check_ref_format
+
+
+def is_branch_ref(name: str) -> bool:
+    """A branch name git itself would accept (``check_ref_format``: no ``..``, no control
+    characters, …); any such name, ``feat+ü`` included, is one librarian may have written."""
+    return name.startswith("refs/heads/") and check_ref_format(
+        Ref(name.encode("utf-8", "surrogateescape")))
+
+
+def core_worktree(git_dir: Path) -> str | None:
+    """``core.worktree`` of the repository at ``git_dir``; None when unset or unreadable."""
+    try:
+        config = ConfigFile.from_path(str(git_dir / "config"))
+        if config.has_section((b"core",)) and (b"worktree" in config[(b"core",)]):
+            return config.get((b"core",), b"worktree").decode("utf-8", "replace")
+    except (OSError, ValueError, KeyError):
+        return None
+    return None

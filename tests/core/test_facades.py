@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGES = ("git", "cache", "library", "txn")
-ROOT = Path(__file__).resolve().parent.parent / "librarian"
+ROOT = Path(__file__).resolve().parents[2] / "librarian"
 
 
 def _declared(package: str) -> tuple[dict[str, str], dict[str, str]]:

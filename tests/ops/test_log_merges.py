@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli, git_text, make_recipe, make_skill
+from support.helpers import cli, git_text, make_recipe, make_skill
 
 from librarian.agents.claude_manifests import GENERATED
 from librarian.git import GitStore, walk_history

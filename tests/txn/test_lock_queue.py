@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error_line, cli, git_text, make_skill, run_process
+from support.helpers import assert_one_error_line, cli, git_text, make_skill, run_process
 
 from librarian.txn import staging
 

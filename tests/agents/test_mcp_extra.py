@@ -14,7 +14,7 @@ def test_without_the_extra_mcp_says_how_to_install_it(library: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert "pip install 'librarian[mcp]'" in done.stderr
+    assert "pip install 'agent-librarian[mcp]'" in done.stderr  # the distribution's name
     assert done.stdout == ""
 
 

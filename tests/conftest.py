@@ -4,6 +4,10 @@ Every test runs with HOME pointing at a temporary directory, without inherited G
 LIBRARIAN_* variables, and with GIT_CONFIG_NOSYSTEM=1, so neither the developer's git
 configuration nor a surrounding repository can leak in. A test that creates or modifies
 anything at the top level of the real home directory fails.
+
+Every test but those marked ``crash`` (kills, recovery, a full disk, durability) runs with
+``LIBRARIAN_TEST_FSYNC=0``: librarian's writes stay atomic but are not fsynced, in this
+process and in every librarian it starts. The ``crash`` tests always see real fsync.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 from librarian.agents.claude_manifests import GENERATED
 
@@ -36,7 +40,8 @@ def _home_listing() -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(autouse=True)
 def isolated_environment(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Path]:
     before = _home_listing()
     home = tmp_path_factory.mktemp("home")
@@ -46,6 +51,8 @@ def isolated_environment(
         if key.startswith(("GIT_", "LIBRARIAN_")):
             monkeypatch.delenv(key)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    if request.node.get_closest_marker("crash") is None:
+        monkeypatch.setenv("LIBRARIAN_TEST_FSYNC", "0")
     yield home
     after = _home_listing()
     if after != before:

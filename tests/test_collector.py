@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_skill, run_main
+from support.helpers import make_skill, run_main
 
 Cap = pytest.CaptureFixture[str]
 

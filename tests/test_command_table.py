@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import git, git_env, make_skill, run_main, run_process, write
+from support.helpers import git, git_env, make_skill, run_main, run_process, write
 
 from librarian.cli import main as cli
 from librarian.cli.app import app

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import make_skill, run_process
 from hypothesis import given
 from hypothesis import strategies as st
-from sources_helpers import Upstream, edit_source
+from support.helpers import make_skill, run_process
+from support.sources_helpers import Upstream, edit_source
 
 from librarian.cli.main import library_first
 from librarian.daemon.wire import library_option

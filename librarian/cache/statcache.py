@@ -281,7 +281,7 @@ class WorkTreeCache:
         a file stamped in that tick of the file system's clock or later could change
         again without its stat moving (a one-second clock), so it is not remembered."""
         # Written even if every seed is racy: a change's write steps then do not depend on
-        # the clock (tests/test_kill_every_step.py kills at each of them, counted once).
+        # the clock (tests/txn/test_kill_every_step.py kills at each of them, counted once).
         self._dirty = True
         limit = min(self._racy_after_ns, stamp)
         if any(st.st_mtime_ns >= limit or st.st_ctime_ns >= limit for _, st in staged.files):

@@ -26,7 +26,7 @@ from librarian.errors import LibrarianError
 # typer inspects every registered command when it starts (~20 ms for these modules), so a
 # command line imports only the module of its own command, and its table holds that one
 # command; help, an unknown command or no command imports them all and lists them all.
-# tests/test_cli_exit_codes.py holds this table to the modules.
+# tests/cli/test_cli_exit_codes.py holds this table to the modules.
 COMMAND_MODULES = {
     **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
                      "hide", "unhide", "show", "resident", "prompt"), "skills"),

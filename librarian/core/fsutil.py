@@ -16,6 +16,10 @@ block before the step that makes the writes visible (the branch moving, the jour
 going), so the crash guarantees are those of one fsync per file at a fraction of the
 cost: 200 small files, on this machine, 265-703 ms with an fsync each, 21-25 ms with one
 syncfs (``bench/fsync.py``, docs/performance.md).
+
+``LIBRARIAN_TEST_FSYNC=0`` in the environment (the test suite's switch, as git's
+``GIT_TEST_FSYNC``): writes stay atomic (temporary file, rename) but nothing here fsyncs or
+syncs the file system. Never for use; docs/testing.md.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def one_sync(anchor: Path) -> Iterator[None]:
     finally:
         _deferred.reset(token)
     unique = list(dict.fromkeys(paths))
-    if not unique:
+    if not unique or not fsync_enabled():
         return
     if _ELSEWHERE in unique or len(unique) > SMALL_BATCH or not _fsync_each(unique):
         sync_filesystem(anchor)
@@ -115,8 +119,21 @@ def _fsync_each(paths: list[AnyPath]) -> bool:
     return not gone
 
 
+def fsync_enabled() -> bool:
+    """False only under ``LIBRARIAN_TEST_FSYNC=0`` (read at each sync: a test sets it)."""
+    return os.environ.get("LIBRARIAN_TEST_FSYNC") != "0"
+
+
+def fsync_now(fd: int) -> None:
+    """fsync one open file now, even inside ``one_sync`` (an append-only log, a tag)."""
+    if fsync_enabled():
+        os.fsync(fd)
+
+
 def sync_filesystem(anchor: Path) -> None:
     """Make every write on the file system holding ``anchor`` durable, and wait."""
+    if not fsync_enabled():
+        return
     syncfs = _syncfs()
     if syncfs is None:
         os.sync()
@@ -164,13 +181,13 @@ def _defer(path: AnyPath) -> bool:
 
 def fsync_fd(fd: int, path: AnyPath) -> None:
     """fsync one open file (``path``), or leave it to the enclosing ``one_sync``."""
-    if not _defer(path):
+    if not _defer(path) and fsync_enabled():
         os.fsync(fd)
 
 
 def fsync_file(path: Path) -> None:
     """fsync a file written by someone else (dulwich's loose objects), or defer it."""
-    if _defer(path):
+    if _defer(path) or not fsync_enabled():
         return
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -181,7 +198,7 @@ def fsync_file(path: Path) -> None:
 
 def fsync_dir(path: AnyPath) -> None:
     """Make a directory's entries (renames, creations) durable."""
-    if _defer(path):
+    if _defer(path) or not fsync_enabled():
         return
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:

@@ -169,7 +169,7 @@ def _segment_problem(segment: str) -> str | None:
 # a path in this shape is judged by two regular expressions instead of segment by
 # segment, and many such paths by two passes over them all (the lock judges every item
 # path it holds on every read). Any other path is judged by the full rules;
-# tests/test_gitpaths.py holds the two to the same answers.
+# tests/core/test_gitpaths.py holds the two to the same answers.
 _PLAIN_SEGMENT = r"[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?"
 _PLAIN_PATH = rf"{_PLAIN_SEGMENT}(?:/{_PLAIN_SEGMENT})*"
 _PLAIN_PATHS = re.compile(rf"{_PLAIN_PATH}(?:\n{_PLAIN_PATH})*", re.ASCII)

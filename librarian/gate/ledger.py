@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from librarian.core.fsutil import fsync_now
 from librarian.core.values import frozen
 from librarian.library import Library
 
@@ -59,7 +60,7 @@ def append(library: Library, entry: LedgerEntry) -> None:
     fd = os.open(ledger_path(library), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
+        fsync_now(fd)
     finally:
         os.close(fd)
 

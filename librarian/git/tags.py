@@ -13,7 +13,7 @@ from pathlib import Path
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ObjectID, ShaFile, Tag
 
-from librarian.core.fsutil import fsync_dir
+from librarian.core.fsutil import fsync_dir, fsync_now
 from librarian.errors import ConflictError, UsageError
 from librarian.git.remote import hide_secrets, hostile_host, strip_credentials
 from librarian.git.repo import FALLBACK_IDENTITY, GitStore, ObjectId
@@ -70,7 +70,7 @@ def write_tag(store: GitStore, raw: bytes, ref: bytes) -> ObjectId:
     if path.exists():
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            fsync_now(fd)
         finally:
             os.close(fd)
         fsync_dir(path.parent)

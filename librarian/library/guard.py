@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from librarian.core.gitpaths import visible
@@ -28,6 +28,10 @@ WRITTEN_TOP = (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR, "library.yaml", "to
                "librarian.lock", ".gitattributes")
 #: Entries of ``.git/librarian`` whose children are also checked.
 STATE_FOLDERS = ("stage", "trash", "cache", "runs")
+#: Those that reading commands open (checked before they read, without the lock): a
+#: transaction's stage and trash are opened under the lock only, while another command
+#: may be removing them.
+READ_FOLDERS = ("cache", "runs")
 #: Files of ``.git`` that say a git operation is not finished.
 UNFINISHED = {
     "MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
@@ -51,11 +55,12 @@ def _refuse_link(path: Path, shown: str) -> None:
         )
 
 
-def refuse_linked_state(git_dir: Path, *, deep: bool = True) -> None:
+def refuse_linked_state(git_dir: Path, *,
+                        folders: Collection[str] = STATE_FOLDERS) -> None:
     """``.git`` itself, ``.git/librarian`` and the entries librarian opens there: none may be a
-    symbolic link (local state is opened without following links). ``deep``: also the
-    children of the folders librarian writes into (``stage``, ``trash``, ...), which another
-    command may be removing: only under the library lock."""
+    symbolic link (local state is opened without following links). ``folders``: whose
+    children are checked too; all of them under the library lock, the ``READ_FOLDERS`` of
+    a reading command, none before the lock is taken."""
     state = git_dir / "librarian"
     _refuse_link(git_dir, ".git")
     _refuse_link(state, ".git/librarian")
@@ -66,7 +71,7 @@ def refuse_linked_state(git_dir: Path, *, deep: bool = True) -> None:
             shown = f".git/librarian/{entry.name}"
             if entry.is_symlink():
                 _refuse_link(Path(entry.path), shown)
-            elif deep and entry.name in STATE_FOLDERS and entry.is_dir(follow_symlinks=False):
+            elif entry.name in folders and entry.is_dir(follow_symlinks=False):
                 try:
                     with os.scandir(entry.path) as children:
                         for child in children:

@@ -19,7 +19,7 @@ from librarian.formats.config import (
 )
 from librarian.git import GitStore, ObjectId, TreeEntry
 from librarian.library.generated import GeneratedFiles
-from librarian.library.guard import refuse_linked_state
+from librarian.library.guard import READ_FOLDERS, refuse_linked_state
 
 STATE_DIR = "librarian"  # inside .git/
 
@@ -94,12 +94,12 @@ def find_library(explicit: Path | None = None, cwd: Path | None = None,
                 f"{root} is not a library (no library.yaml in a git work tree)",
                 hint="create one with `librarian init PATH`",
             )
-        refuse_linked_state(root / ".git", deep=False)
+        refuse_linked_state(root / ".git", folders=READ_FOLDERS)
         return Library(root, generated)
     start = (cwd or Path.cwd()).absolute()
     for candidate in (start, *start.parents):
         if is_library(candidate):
-            refuse_linked_state(candidate / ".git", deep=False)
+            refuse_linked_state(candidate / ".git", folders=READ_FOLDERS)
             return Library(candidate, generated)
     # Imported here: a command run in (or naming) its library never reads the user config.
     from librarian.formats.userconfig import config_path, load_user_config

@@ -4,8 +4,8 @@
 wedge the library. The holder writes its pid into the file; a second writer waits for it
 (``LIBRARIAN_LOCK_WAIT`` seconds, 30 by default; 0: do not wait), saying on a terminal
 whom it waits for, then gets a ConflictError (exit 3) naming the holder. Before the lock
-only ``.git`` and ``.git/librarian`` themselves are checked for links: the folders another
-command may be removing (``stage``, ``trash``) are looked into under the lock.
+only ``.git``, ``.git/librarian`` and its entries are checked for links: its folders, which
+another command may be removing (``stage``, ``trash``), are looked into under the lock.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def library_lock(path: Path, *, wait: float | None = None) -> Iterator[None]:
     """Hold the library's mutation lock; ``wait``: seconds to wait for it (None: the
     user's setting)."""
     git_dir = path.parent.parent
-    refuse_linked_state(git_dir, deep=False)
+    refuse_linked_state(git_dir, folders=())
     patience = lock_wait() if wait is None else wait
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -68,7 +68,7 @@ def library_lock(path: Path, *, wait: float | None = None) -> Iterator[None]:
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        refuse_linked_state(git_dir, deep=False)  # a link planted since: name it
+        refuse_linked_state(git_dir, folders=())  # a link planted since: name it
         raise
     acquired = False
     try:

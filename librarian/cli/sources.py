@@ -39,7 +39,9 @@ def _progress() -> Callable[[str], None] | None:
 def source_add(
     name: str,
     url: str,
-    ref: Annotated[str, typer.Option("--ref", help="Branch, tag or ref to follow.")] = "main",
+    ref: Annotated[str | None, typer.Option(
+        "--ref", help="Branch, tag or ref to follow (default: the branch the remote's HEAD "
+        "names, as git clone checks out).")] = None,
     include: Annotated[list[str] | None, typer.Option(
         "--include", help="Gitignore-style pattern over upstream item paths (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option(

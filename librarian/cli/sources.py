@@ -1,4 +1,4 @@
-"""Commands for shared libraries: ``source add|list|remove``, ``outdated``, ``update``.
+"""Commands for shared libraries: ``source add|set|list|remove``, ``outdated``, ``update``.
 
 Registered on the typer app when ``cli.main`` imports this module for its commands. Each
 command parses, calls one library function and prints through ``cli.render``; errors (an
@@ -58,6 +58,32 @@ def source_add(
 
     receipt = add_source(current_library(), name, url, ref=ref, include=tuple(include or ()),
                          exclude=tuple(exclude or ()), trust=tuple(trust or ()))
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@source_app.command("set")
+def source_set(
+    name: str,
+    url: Annotated[str | None, typer.Option("--url", help="A new URL (the pins are kept).")] = None,
+    ref: Annotated[str | None, typer.Option(
+        "--ref", help="A new branch, tag or ref to follow (the pins are kept).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        "--include", help="Replace the include patterns (repeatable; '' clears them).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Replace the exclude patterns (repeatable; '' clears them).")] = None,
+    trust: Annotated[list[str] | None, typer.Option(
+        "--trust", help="Replace the trusted signing keys (repeatable; '' clears them: the "
+        "source becomes unsigned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a subscription (one commit to library.yaml; the lock is kept until `update`)."""
+    from librarian.cli.render import receipt_text
+    from librarian.sources.setsource import set_source
+
+    receipt = set_source(current_library(), name, url=url, ref=ref,
+                         include=tuple(include) if include is not None else None,
+                         exclude=tuple(exclude) if exclude is not None else None,
+                         trust=tuple(trust) if trust is not None else None)
     emit(receipt, as_json, receipt_text(receipt))
 
 

@@ -122,6 +122,10 @@ DiffOpt = Annotated[bool, typer.Option(
 
 
 def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: bool) -> None:
+    """The report on stdout; each source refused on its own (a signed release that
+    failed) as one error line on stderr, and exit 4 (the others were planned or
+    installed)."""
+    from librarian.cli.render import error_line
     from librarian.cli.render_sources import update_output_text, update_report_json
 
     if as_json:
@@ -131,6 +135,12 @@ def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: b
         emit(document, True)
     else:
         typer.echo(update_output_text(report, diff, content))
+    for refused in report.refused:
+        typer.echo(error_line(refused.error, refused.hint), err=True)
+    if report.refused:
+        from librarian.errors import TrustError
+
+        raise typer.Exit(TrustError.exit_code)
 
 
 @app.command()

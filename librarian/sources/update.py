@@ -5,7 +5,9 @@
 2. Fetch each source's ref into ``refs/librarian/sources/<name>`` (only the previously
    fetched commit is offered as common history); a signed source (``trust:``) is fetched
    at its newest release tag and verified, and after planning the plan is checked against
-   the release's statement (``librarian.sources.releases``; a refusal is exit 4).
+   the release's statement (``librarian.sources.releases``; a refusal is exit 4). Each
+   source is judged on its own (``librarian.sources.fetching``): a refused one is left
+   out, as it was, and the others go on.
 3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
    keep (a local edit to an item upstream did not change is kept), merge (a local edit to
    an item upstream changed, merged file by file), conflict (``librarian.sources.plan``).
@@ -27,7 +29,6 @@ from typing import TYPE_CHECKING
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
 from librarian.core.faults import crash_point
-from librarian.core.progress import phase as shown_phase
 from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
@@ -36,18 +37,16 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
+from librarian.sources.fetching import RefusedSource, fetch_and_plan, restore_refs
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
     installed_items,
-    plan_source,
     skip_warnings,
     source_ref,
 )
 from librarian.sources.planned import Action, PlannedItem, SourcePlan, lock_entry, plan_fields
 from librarian.sources.releases import (
     ReleaseInfo,
-    check_plan,
-    fetch_source,
     keep_release_tags,
     release_info,
     release_ref,
@@ -56,7 +55,6 @@ from librarian.sources.releases import (
 from librarian.sources.remembered import remember_installed
 from librarian.sources.upstream import collection_path
 from librarian.store.changes import FileChange
-from librarian.store.gitremote import strip_credentials
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import Library
 from librarian.store.memo import TreeMemo
@@ -69,7 +67,8 @@ if TYPE_CHECKING:
     from librarian.trust.policy import VerifiedRelease
 
 __all__ = [
-    "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
+    "SOURCE_REF_PREFIX", "PlannedItem", "RefusedSource", "SourcePlan", "UpdateConflict",
+    "UpdateReport",
     "installed_items", "outdated", "source_ref", "update",
 ]
 
@@ -88,6 +87,9 @@ class UpdateReport:
     stale_tools: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     releases: tuple[ReleaseInfo, ...] = ()  # how each planned source is signed
+    #: sources refused on their own (a signed release that failed), not planned: the
+    #: others are; the command exits 4 when there is any
+    refused: tuple[RefusedSource, ...] = ()
 
 
 class UpdateConflict(ConflictError):
@@ -119,7 +121,7 @@ def outdated(library: Library, names: Sequence[str] = (), *,
     report = update(library, names, dry_run=True, progress=progress)
     return UpdateReport("outdated", report.plans, None, dry_run=True,
                         up_to_date=report.up_to_date, warnings=report.warnings,
-                        releases=report.releases)
+                        releases=report.releases, refused=report.refused)
 
 
 def update(
@@ -148,19 +150,8 @@ def update(
         except BaseException:
             # A refused or failed update changes nothing, the fetch refs included (a
             # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
-            _restore_refs(store, previous)
+            restore_refs(store, previous)
             raise
-
-
-def _restore_refs(store: GitStore, previous: Mapping[bytes, ObjectId | None]) -> None:
-    for ref, old in previous.items():
-        current = store.ref(ref)
-        if current == old or current is None:
-            continue
-        if old is None:
-            store.delete_ref(ref)
-        else:
-            store.set_ref(ref, current, old, b"librarian: update refused, fetch undone")
 
 
 def _fetch_plan_apply(
@@ -172,27 +163,13 @@ def _fetch_plan_apply(
     force: bool,
     progress: Progress | None,
 ) -> UpdateReport:
-    library, store, base_tree = tx.library, tx.store, tx.base.tree
-    fetched = {}
-    releases = {}
-    locked = tx.base.lock
-    for name, source in chosen.items():
-        shown_phase(f"fetch {name}")
-        if progress is not None:
-            progress(f"fetching {name} from {strip_credentials(source.url)}\n")
-        fetched[name], release = fetch_source(store, name, source, locked.get(name),
-                                              progress=progress)
-        if release is not None:
-            releases[name] = release
-    crash_point("update-after-fetch")
-    plans = tuple(
-        plan_source(library, store, base_tree, name, source, locked.get(name),
-                    fetched[name].commit, tx.base.policy)
-        for name, source in chosen.items()
-    )
-    for plan in plans:
-        check_plan(store, plan, releases.get(plan.source))
+    library, store = tx.library, tx.store
+    fetched = fetch_and_plan(tx, chosen, progress)
+    plans, releases, locked = fetched.plans, fetched.releases, tx.base.lock
+    refused = fetched.refused
+    chosen = {n: s for n, s in chosen.items() if n not in refused}
     signing = tuple(release_info(n, s, releases.get(n)) for n, s in chosen.items())
+    refusals = fetched.refusals()
     warnings = notes + tuple(skip_warnings(plans))
     conflicts = [c for p in plans for c in p.conflicts]
     unchanged = all(
@@ -203,7 +180,7 @@ def _fetch_plan_apply(
     if dry_run or unchanged:
         TreeMemo.save_all(store)  # what planning learned (sources/plan.py)
         return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
-                            warnings=warnings, releases=signing)
+                            warnings=warnings, releases=signing, refused=refusals)
     if conflicts and not force:
         raise UpdateConflict(plans)
     tx.check_unmodified(FileChange(LOCK_FILE, None))
@@ -216,7 +193,8 @@ def _fetch_plan_apply(
     commit = _commit(tx, resolved, backups, releases)
     stale = _stale_tools(tx.base, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
-                        stale_tools=stale, warnings=warnings, releases=signing)
+                        stale_tools=stale, warnings=warnings, releases=signing,
+                        refused=refusals)
 
 
 def _choose(

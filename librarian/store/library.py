@@ -6,11 +6,12 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, partial
 from pathlib import Path
 
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
+from librarian.core.names import qualified_names
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import (
@@ -130,8 +131,9 @@ class Item:
 
     @property
     def bare_name(self) -> str:
-        """The directory name: ``pdf`` for ``team:pdf``."""
-        return self.name.split(":", 1)[-1]
+        """The directory name: ``pdf`` for ``team:pdf``, ``access`` for
+        ``team:imessage:access``."""
+        return self.name.rsplit(":", 1)[-1]
 
 
 def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
@@ -283,7 +285,13 @@ def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[
         return
     for source, source_entry in sorted(store.tree_items(sources_entry.sha).items()):
         if stat.S_ISDIR(source_entry.mode):
-            yield from _managed_walk(store, source, source_entry.sha, f"{SOURCES_DIR}/{source}")
+            root = f"{SOURCES_DIR}/{source}"
+            items = list(_managed_walk(store, source, source_entry.sha, root))
+            # Items sharing a folder name are named apart (core.names.qualified_names).
+            names = qualified_names(i.path[len(root) + 1:] for i in items)
+            for item in items:
+                name = f"{source}:{names[item.path[len(root) + 1:]]}"
+                yield item if name == item.name else replace(item, name=name)
 
 
 def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> Iterator[Item]:

@@ -101,7 +101,7 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
 
 def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
     merge = item.merge
-    if merge is None or (not merge.clean and not merge.conflicts):
+    if merge is None or merge.markers or (not merge.clean and not merge.conflicts):
         return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
     # only a plan holding a merge pays for these imports (rendering imports what it uses)
     from librarian.content.patch import tree_diff

@@ -162,6 +162,10 @@ def update(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Back up conflicting local edits, then overwrite them.")] = False,
+    merge_conflicts: Annotated[bool, typer.Option(
+        "--merge-conflicts", help="Install upstream's version and write each conflicting "
+        "file into the work tree with git-style markers (resolve, then `librarian resolve "
+        "NAME`).")] = False,
     diff: DiffOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -175,5 +179,17 @@ def update(
         shown = preview(current_library(), names or (), progress=_progress(), diff=diff)
         _emit_plan(shown.report, diff, shown.diff if diff else None, as_json)
         return
-    report = run_update(current_library(), names or (), force=force, progress=_progress())
+    report = run_update(current_library(), names or (), force=force,
+                        merge_conflicts=merge_conflicts, progress=_progress())
     _emit_plan(report, diff, None, as_json)
+
+
+@app.command()
+def resolve(name: str, as_json: JsonOpt = False) -> None:
+    """End a conflict `update --merge-conflicts` left, once its markers are gone (no
+    commit: what you kept is a local edit)."""
+    from librarian.cli.render import receipt_text
+    from librarian.sources.conflicted import resolve as run_resolve
+
+    receipt = run_resolve(current_library(), name)
+    emit(receipt, as_json, receipt_text(receipt))

@@ -37,6 +37,7 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
+from librarian.sources.conflicted import Conflicted, record_conflicts, refuse_unresolved
 from librarian.sources.fetching import RefusedSource, fetch_and_plan, restore_refs
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
@@ -130,6 +131,7 @@ def update(
     *,
     dry_run: bool = False,
     force: bool = False,
+    merge_conflicts: bool = False,
     progress: Progress | None = None,
 ) -> UpdateReport:
     with Transaction(library) as tx:
@@ -142,11 +144,13 @@ def update(
             return UpdateReport("update", (), None, dry_run=dry_run, up_to_date=True,
                                 warnings=notes)
         chosen = _choose(config.sources, names)
+        if not dry_run:
+            refuse_unresolved(library, list(chosen))
         previous = {ref: store.ref(ref) for name in chosen
                     for ref in (source_ref(name), release_ref(name))}
         try:
             return _fetch_plan_apply(tx, chosen, notes, dry_run=dry_run, force=force,
-                                     progress=progress)
+                                     merge_conflicts=merge_conflicts, progress=progress)
         except BaseException:
             # A refused or failed update changes nothing, the fetch refs included (a
             # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
@@ -161,6 +165,7 @@ def _fetch_plan_apply(
     *,
     dry_run: bool,
     force: bool,
+    merge_conflicts: bool = False,
     progress: Progress | None,
 ) -> UpdateReport:
     library, store = tx.library, tx.store
@@ -171,6 +176,8 @@ def _fetch_plan_apply(
     signing = tuple(release_info(n, s, releases.get(n)) for n, s in chosen.items())
     refusals = fetched.refusals()
     warnings = notes + tuple(skip_warnings(plans))
+    if merge_conflicts and not force:
+        plans = tuple(_with_markers(p) for p in plans)
     conflicts = [c for p in plans for c in p.conflicts]
     unchanged = all(
         not p.changes and not p.conflicts
@@ -191,6 +198,9 @@ def _fetch_plan_apply(
     resolved = tuple(_resolve_conflicts(p) for p in plans)
     keep_release_tags(store, releases)
     commit = _commit(tx, resolved, backups, releases)
+    record_conflicts(library, (
+        Conflicted(i.name, p.source, i.library_path, tuple(c.path for c in i.merge.conflicts))
+        for p in resolved for i in p.merges if i.merge is not None and i.merge.markers))
     stale = _stale_tools(tx.base, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
                         stale_tools=stale, warnings=warnings, releases=signing,
@@ -236,6 +246,22 @@ def _back_up_edits(
             if backup is not None:
                 backups.append(backup)
     return tuple(backups)
+
+
+def _with_markers(plan: SourcePlan) -> SourcePlan:
+    """``--merge-conflicts``: each conflict a file can show becomes a merge whose work
+    tree holds git-style markers (upstream's version is what is committed and locked);
+    the others stay conflicts."""
+    items = []
+    for item in plan.planned:
+        if item.action == "conflict" and item.merge is not None \
+                and item.merge.marked is not None:
+            files = ", ".join(c.path for c in item.merge.conflicts)
+            item = replace(item, action="merge", merge=item.merge.with_markers(),
+                           reason=f"local edit, changed upstream: conflict markers written "
+                           f"into {files}; edit them, then `librarian resolve {item.name}`")
+        items.append(item)
+    return replace(plan, planned=tuple(items))
 
 
 def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:

@@ -285,13 +285,26 @@ def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[
         return
     for source, source_entry in sorted(store.tree_items(sources_entry.sha).items()):
         if stat.S_ISDIR(source_entry.mode):
-            root = f"{SOURCES_DIR}/{source}"
-            items = list(_managed_walk(store, source, source_entry.sha, root))
-            # Items sharing a folder name are named apart (core.names.qualified_names).
-            names = qualified_names(i.path[len(root) + 1:] for i in items)
-            for item in items:
-                name = f"{source}:{names[item.path[len(root) + 1:]]}"
-                yield item if name == item.name else replace(item, name=name)
+            yield from _source_items(store, source, source_entry.sha)
+
+
+def _source_items(store: GitStore, source: str, tree: ObjectId) -> Iterator[Item]:
+    """One source's items. Items sharing a folder name are named apart
+    (``core.names.qualified_names``), which takes the whole collection; whether a
+    collection's names are all unique is remembered by its tree id, so a lookup that
+    stops at its item walks no further in the usual case."""
+    root = f"{SOURCES_DIR}/{source}"
+    memo = ShortMemo.of(store, "names")
+    key = tree.decode()
+    if memo.get(key) == "unique":
+        yield from _managed_walk(store, source, tree, root)
+        return
+    items = list(_managed_walk(store, source, tree, root))
+    names = qualified_names(i.path[len(root) + 1:] for i in items)
+    named = [item if (name := f"{source}:{names[item.path[len(root) + 1:]]}") == item.name
+             else replace(item, name=name) for item in items]
+    memo.put(key, "unique" if named == items else "apart")
+    yield from named
 
 
 def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> Iterator[Item]:

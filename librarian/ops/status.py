@@ -199,6 +199,8 @@ def _item_statuses(
 def _conflicted(library: Library, items: tuple[ItemStatus, ...]) -> tuple[ItemStatus, ...]:
     """A managed item ``update --merge-conflicts`` left with markers, not yet resolved,
     is ``conflicted`` (while its work tree differs from the commit)."""
+    if not os.path.lexists(library.conflicts_path):
+        return items  # the usual case: the sources package is not even imported
     from librarian.sources.conflicted import conflicted_items
 
     waiting = conflicted_items(library)

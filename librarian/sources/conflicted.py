@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.fsutil import atomic_write, read_regular
-from librarian.core.receipts import Receipt
 from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.store.guard import refuse_linked_state
 from librarian.store.library import Library
-from librarian.store.merge import has_markers
 
-CONFLICTS_FILE = "conflicts.json"
+if TYPE_CHECKING:
+    from librarian.core.receipts import Receipt
 
 
 @frozen
@@ -38,7 +38,7 @@ class Conflicted:
 
 def conflicted_items(library: Library) -> dict[str, Conflicted]:
     """library path -> the recorded conflicted item (empty when none is)."""
-    raw = read_regular(library.state_dir / CONFLICTS_FILE)
+    raw = read_regular(library.conflicts_path)
     if not raw:
         return {}
     try:
@@ -51,7 +51,7 @@ def conflicted_items(library: Library) -> dict[str, Conflicted]:
 
 def _write(library: Library, items: Mapping[str, Conflicted]) -> None:
     refuse_linked_state(library.git_dir)
-    path = library.state_dir / CONFLICTS_FILE
+    path = library.conflicts_path
     if not items:
         path.unlink(missing_ok=True)
         return
@@ -63,8 +63,11 @@ def _write(library: Library, items: Mapping[str, Conflicted]) -> None:
 
 
 def record_conflicts(library: Library, items: Iterable[Conflicted]) -> None:
+    new = {c.path: c for c in items}
+    if not new:
+        return  # the usual update: no state read or written
     current = conflicted_items(library)
-    current.update((c.path, c) for c in items)
+    current.update(new)
     _write(library, current)
 
 
@@ -83,6 +86,9 @@ def refuse_unresolved(library: Library, sources: Sequence[str]) -> None:
 def resolve(library: Library, name: str) -> Receipt:
     """End the conflict of ``name`` (``SOURCE:NAME`` or its library path) once no file of
     it holds markers. Nothing is committed."""
+    from librarian.core.receipts import Receipt
+    from librarian.store.merge import has_markers
+
     items = conflicted_items(library)
     wanted = name.rstrip("/")
     found = next((c for c in items.values() if wanted in (c.name, c.path)), None)

@@ -47,6 +47,11 @@ class Library:
         return self.state_dir / "journal.json"
 
     @property
+    def conflicts_path(self) -> Path:
+        """Items ``update --merge-conflicts`` left conflicted (``sources.conflicted``)."""
+        return self.state_dir / "conflicts.json"
+
+    @property
     def stage_dir(self) -> Path:
         return self.state_dir / "stage"
 

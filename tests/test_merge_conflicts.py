@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from helpers import GIT, assert_one_error_line, cli, git, head, requires_git
+from hypothesis import given
+from hypothesis import strategies as st
 from sources_helpers import MODE_FILE, Upstream
 
 from librarian.formats.config import load_lock
@@ -137,3 +139,37 @@ def test_the_pre_commit_hook_refuses_a_file_with_markers(
     assert refused.returncode != 0
     assert b"conflict markers" in refused.stdout + refused.stderr
     assert head(library) == before
+
+
+def test_a_copy_with_markers_is_never_retained(
+    conflicted: tuple[Path, Upstream], tmp_path: Path, capsys: Cap
+) -> None:
+    import shutil
+
+    library, _ = conflicted
+    assert cli(capsys, library, "update", "--merge-conflicts").code == 0
+    copy = tmp_path / "copy" / "pdf"
+    shutil.copytree(library / ITEM, copy)
+    old = head(library)
+    refused = cli(capsys, library, "retain", str(copy))
+    assert refused.code == 2 and "conflict markers" in assert_one_error_line(refused.err)
+    assert head(library) == old
+
+
+@given(st.lists(st.sampled_from(["a\n", "b\n", "c\n", "x\n", "=======\n", "<<<<<<<\n"]),
+                max_size=8), st.lists(st.sampled_from(["a\n", "y\n", "z\n"]), max_size=8),
+       st.lists(st.sampled_from(["a\n", "b\n", "w\n"]), max_size=8))
+def test_markers_are_found_exactly_where_a_conflict_was_written(
+    base: list[str], ours: list[str], theirs: list[str]
+) -> None:
+    from librarian.core.markers import has_markers
+    from librarian.store.merge import FileVersion, merge_files, merge_marked
+
+    sides = [{"f": FileVersion(0o100644, "".join(lines).encode())}
+             for lines in (base, ours, theirs)]
+    marked = merge_marked(*sides)
+    assert marked is not None
+    conflicting = merge_files(*sides).files is None
+    assert has_markers(marked["f"].data) == conflicting
+    for side in sides:  # none of the inputs holds the labelled markers
+        assert not has_markers(side["f"].data)

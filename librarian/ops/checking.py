@@ -41,7 +41,6 @@ from librarian.formats.config import (
 from librarian.store.gitstore import GitStore
 from librarian.store.indexscan import read_index
 from librarian.store.library import Library
-from librarian.store.merge import has_markers
 from librarian.store.plugin import expected_plugin_files, plugin_problems
 
 Loader = Callable[[], bytes]
@@ -203,12 +202,7 @@ def _check_item(path: str, entries: list[Entry], policy: Policy,
             kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
             problems.append(f"{entry_path}: {kind}; items hold regular files only")
             continue
-        data = load()
-        if b"<<<<<<< local" in data and has_markers(data):  # C search first: 10,000 items
-            problems.append(f"{entry_path}: holds conflict markers (<<<<<<< local … >>>>>>> "
-                            "upstream) from `update --merge-conflicts`; edit them out, then "
-                            "`librarian resolve NAME`")
-        files.append(ItemFile(relative, mode == 0o100755, data))
+        files.append(ItemFile(relative, mode == 0o100755, load()))
     name = path.rsplit("/", 1)[-1]
     directory = path.split("/", 1)[0]
     try:

@@ -86,8 +86,8 @@ def refuse_unresolved(library: Library, sources: Sequence[str]) -> None:
 def resolve(library: Library, name: str) -> Receipt:
     """End the conflict of ``name`` (``SOURCE:NAME`` or its library path) once no file of
     it holds markers. Nothing is committed."""
+    from librarian.core.markers import has_markers
     from librarian.core.receipts import Receipt
-    from librarian.store.merge import has_markers
 
     items = conflicted_items(library)
     wanted = name.rstrip("/")

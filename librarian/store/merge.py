@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
+from librarian.core.markers import MARKER_OURS, MARKER_SPLIT, MARKER_THEIRS
 from librarian.core.values import frozen
 
 #: git's ``FIRST_FEW_BYTES``: how far ``buffer_is_binary`` looks for a NUL
@@ -233,9 +234,6 @@ def _where(first: int, data: bytes) -> str:
     return f"line {first}" if count == 1 else f"lines {first}-{first + count - 1}"
 
 
-#: The conflict markers ``merge_marked`` writes, as ``git merge`` writes them, labelled
-#: with the sides as an update names them.
-MARKER_OURS, MARKER_SPLIT, MARKER_THEIRS = b"<<<<<<< local", b"=======", b">>>>>>> upstream"
 #: The kinds of conflict a file with markers can hold; any other keeps the refusal.
 MARKABLE = frozenset({"content", "added-both"})
 
@@ -295,12 +293,3 @@ def _ended(lines: Sequence[bytes]) -> list[bytes]:
     if out and not out[-1].endswith(b"\n"):
         out[-1] += b"\n"
     return out
-
-
-def has_markers(data: bytes) -> bool:
-    """Whether ``data`` holds the three marker lines ``merge_marked`` writes, in order."""
-    start = data.find(MARKER_OURS)
-    if start < 0 or (start > 0 and data[start - 1:start] != b"\n"):
-        return False
-    split = data.find(b"\n" + MARKER_SPLIT + b"\n", start)
-    return split >= 0 and data.find(b"\n" + MARKER_THEIRS, split) >= 0

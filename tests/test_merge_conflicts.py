@@ -82,6 +82,9 @@ def test_markers_in_the_work_tree_upstream_in_the_commit(
     assert waiting.code == 3 and "librarian resolve team:pdf" in assert_one_error_line(
         waiting.err)
     assert head(library) == old
+    # removing the source ends its conflicts with it
+    assert cli(capsys, library, "source", "remove", "team", "--force").code == 0
+    assert not (library / STATE).exists()
 
 
 def test_resolve_ends_it_once_the_markers_are_gone(

@@ -71,6 +71,14 @@ def record_conflicts(library: Library, items: Iterable[Conflicted]) -> None:
     _write(library, current)
 
 
+def forget_source(library: Library, source: str) -> None:
+    """``source remove``: its items, conflicted or not, are gone with it."""
+    current = conflicted_items(library)
+    rest = {p: c for p, c in current.items() if c.source != source}
+    if rest != current:
+        _write(library, rest)
+
+
 def refuse_unresolved(library: Library, sources: Sequence[str]) -> None:
     """An update of a source holding a conflicted item is refused (exit 3)."""
     waiting = [c for c in conflicted_items(library).values() if c.source in sources]

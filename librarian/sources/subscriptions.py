@@ -223,6 +223,10 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Backup
         for ref in (source_ref(name), release_ref(name)):  # fetched commit, release tag
             if store.ref(ref) is not None:
                 store.delete_ref(ref)
+        if os.path.lexists(library.conflicts_path):
+            from librarian.sources.conflicted import forget_source
+
+            forget_source(library, name)
     return BackupReceipt(kind="source_removed", name=name, path=collection_path(name),
                          digest=None, commit=result.commit,
                          details={"url": strip_credentials(config.sources[name].url)},

@@ -31,7 +31,7 @@ from librarian.sources.judging import (
 from librarian.store.gitstore import GitStore, ObjectId
 
 __all__ = [
-    "MAX_DEPTH", "NAME_TAKEN", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
+    "MAX_DEPTH", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
     "collection_path", "compile_patterns", "find_item_trees", "holds_manifest", "judge_item",
     "read_collection",
     "selected", "split_filtered", "unsafe_part", "verdicts",
@@ -42,8 +42,6 @@ _MANIFESTS = tuple(MANIFEST_FILES.values())
 WalkStart = tuple[str, int, str | None]
 #: One directory holding a manifest: (upstream path, tree id, problem with the path or None).
 Found = tuple[str, ObjectId, str | None]
-#: The start of every skip for a name another item of the source already has.
-NAME_TAKEN = "another item of this source"
 
 
 @frozen

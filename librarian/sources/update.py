@@ -11,7 +11,9 @@
 3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
    keep (a local edit to an item upstream did not change is kept), merge (a local edit to
    an item upstream changed, merged file by file), conflict (``librarian.sources.plan``).
-4. Conflicts refuse the update (exit 3) unless ``--force``; every local edit the update
+4. Conflicts refuse the update (exit 3) unless ``--force``, or ``--merge-conflicts``
+   (upstream installed, git-style markers written into the work tree, the item recorded
+   as conflicted: ``librarian.sources.conflicted``); every local edit the update
    overwrites (``--force``) or rewrites (a merge) is backed up first
    (``librarian.sources.backups``).
 5. One journaled transaction (``Transaction.commit_tree``): the new collection tree is built

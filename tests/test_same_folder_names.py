@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from helpers import cli, git
+from hypothesis import given
+from hypothesis import strategies as st
 from sources_helpers import Upstream
 
 Cap = pytest.CaptureFixture[str]
@@ -82,3 +84,23 @@ def test_the_official_claude_plugins_collection_installs_whole(
                 assert f"official:{plugin}:{skill}" in names
     assert len([n for n in names if n.startswith("official:")]) == len(installed)
     shutil.rmtree(clone)
+
+
+_segment = st.sampled_from(["a", "b", "skills", "recipes", "x-y", "plugins"])
+
+
+@given(st.sets(st.lists(_segment, min_size=1, max_size=4).map("/".join), max_size=12))
+def test_qualified_names_are_unique_and_plain_when_they_can_be(paths: set[str]) -> None:
+    from librarian.core.names import qualified_names
+
+    names = qualified_names(paths)
+    assert set(names) == paths
+    assert len(set(names.values())) == len(paths)  # every item told apart
+    leaves = [p.rsplit("/", 1)[-1] for p in paths]
+    for path, name in names.items():
+        leaf = path.rsplit("/", 1)[-1]
+        assert name.split(":")[-1] == leaf  # the folder's own name comes last
+        if leaves.count(leaf) == 1:
+            assert name == leaf
+        elif name == leaf:  # shared, but nothing above it to qualify it with
+            assert "/" not in path

@@ -65,10 +65,11 @@ def qualified_names(paths: Iterable[str]) -> dict[str, str]:
 
 
 def _apart(leaf: str, group: list[str]) -> dict[str, str]:
-    for folders in (
-        {p: [s for s in p.split("/")[:-1] if s not in _KIND_FOLDERS] for p in group},
-        {p: p.split("/")[:-1] for p in group},
-    ):
+    raw = {p: p.split("/")[:-1] for p in group}
+    plain = {p: [s for s in f if s not in _KIND_FOLDERS] for p, f in raw.items()}
+    # Without its kind folders an item must still have a folder to be named by, or every
+    # folder counts: each item of the group is qualified unless it has no folder at all.
+    for folders in ((plain, raw) if all(plain[p] or not raw[p] for p in group) else (raw,)):
         longest = max(len(f) for f in folders.values())
         for depth in range(1, longest + 1):
             names = {p: ":".join([*f[-depth:], leaf]) for p, f in folders.items()}

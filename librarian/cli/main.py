@@ -31,7 +31,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
                      "hide", "unhide", "show", "resident", "prompt"), "skills"),
     **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
-    **dict.fromkeys(("source", "outdated", "update"), "sources"),
+    **dict.fromkeys(("source", "outdated", "update", "resolve"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
     **dict.fromkeys(("mcp", "export"), "agents"),
     "daemon": "daemon",

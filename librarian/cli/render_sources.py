@@ -69,6 +69,8 @@ def update_report_json(report: UpdateReport) -> dict[str, Any]:
         "stale_tools": list(report.stale_tools),
         "warnings": list(report.warnings),
         "releases": [to_jsonable(r) for r in report.releases],
+        "refused": [{"source": r.source, "error": r.error, "hint": r.hint}
+                    for r in report.refused],
     }
 
 
@@ -99,7 +101,7 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
 
 def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
     merge = item.merge
-    if merge is None or (not merge.clean and not merge.conflicts):
+    if merge is None or merge.markers or (not merge.clean and not merge.conflicts):
         return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
     # only a plan holding a merge pays for these imports (rendering imports what it uses)
     from librarian.content.patch import tree_diff
@@ -136,6 +138,7 @@ def update_report_text(report: UpdateReport, diff: bool = False) -> str:
         return "\n".join(["no sources to update: subscribe with `librarian source add NAME URL`",
                           *(f"warning: {w}" for w in report.warnings)])
     lines = update_plan_lines(report.plans, report.releases, diff)
+    lines += [f"{r.source}: refused, left as it was (the error is below)" for r in report.refused]
     if report.up_to_date:
         lines.append("already up to date: nothing to change, no commit made")
     elif report.kind == "outdated":

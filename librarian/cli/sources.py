@@ -1,4 +1,4 @@
-"""Commands for shared libraries: ``source add|list|remove``, ``outdated``, ``update``.
+"""Commands for shared libraries: ``source add|set|list|remove``, ``outdated``, ``update``.
 
 Registered on the typer app when ``cli.main`` imports this module for its commands. Each
 command parses, calls one library function and prints through ``cli.render``; errors (an
@@ -39,7 +39,9 @@ def _progress() -> Callable[[str], None] | None:
 def source_add(
     name: str,
     url: str,
-    ref: Annotated[str, typer.Option("--ref", help="Branch, tag or ref to follow.")] = "main",
+    ref: Annotated[str | None, typer.Option(
+        "--ref", help="Branch, tag or ref to follow (default: the branch the remote's HEAD "
+        "names, as git clone checks out).")] = None,
     include: Annotated[list[str] | None, typer.Option(
         "--include", help="Gitignore-style pattern over upstream item paths (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option(
@@ -56,6 +58,32 @@ def source_add(
 
     receipt = add_source(current_library(), name, url, ref=ref, include=tuple(include or ()),
                          exclude=tuple(exclude or ()), trust=tuple(trust or ()))
+    emit(receipt, as_json, receipt_text(receipt))
+
+
+@source_app.command("set")
+def source_set(
+    name: str,
+    url: Annotated[str | None, typer.Option("--url", help="A new URL (the pins are kept).")] = None,
+    ref: Annotated[str | None, typer.Option(
+        "--ref", help="A new branch, tag or ref to follow (the pins are kept).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        "--include", help="Replace the include patterns (repeatable; '' clears them).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Replace the exclude patterns (repeatable; '' clears them).")] = None,
+    trust: Annotated[list[str] | None, typer.Option(
+        "--trust", help="Replace the trusted signing keys (repeatable; '' clears them: the "
+        "source becomes unsigned).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a subscription (one commit to library.yaml; the lock is kept until `update`)."""
+    from librarian.cli.render import receipt_text
+    from librarian.sources.setsource import set_source
+
+    receipt = set_source(current_library(), name, url=url, ref=ref,
+                         include=tuple(include) if include is not None else None,
+                         exclude=tuple(exclude) if exclude is not None else None,
+                         trust=tuple(trust) if trust is not None else None)
     emit(receipt, as_json, receipt_text(receipt))
 
 
@@ -94,6 +122,10 @@ DiffOpt = Annotated[bool, typer.Option(
 
 
 def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: bool) -> None:
+    """The report on stdout; each source refused on its own (a signed release that
+    failed) as one error line on stderr, and exit 4 (the others were planned or
+    installed)."""
+    from librarian.cli.render import error_line
     from librarian.cli.render_sources import update_output_text, update_report_json
 
     if as_json:
@@ -103,6 +135,12 @@ def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: b
         emit(document, True)
     else:
         typer.echo(update_output_text(report, diff, content))
+    for refused in report.refused:
+        typer.echo(error_line(refused.error, refused.hint), err=True)
+    if report.refused:
+        from librarian.errors import TrustError
+
+        raise typer.Exit(TrustError.exit_code)
 
 
 @app.command()
@@ -124,6 +162,10 @@ def update(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Back up conflicting local edits, then overwrite them.")] = False,
+    merge_conflicts: Annotated[bool, typer.Option(
+        "--merge-conflicts", help="Install upstream's version and write each conflicting "
+        "file into the work tree with git-style markers (resolve, then `librarian resolve "
+        "NAME`).")] = False,
     diff: DiffOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -137,5 +179,17 @@ def update(
         shown = preview(current_library(), names or (), progress=_progress(), diff=diff)
         _emit_plan(shown.report, diff, shown.diff if diff else None, as_json)
         return
-    report = run_update(current_library(), names or (), force=force, progress=_progress())
+    report = run_update(current_library(), names or (), force=force,
+                        merge_conflicts=merge_conflicts, progress=_progress())
     _emit_plan(report, diff, None, as_json)
+
+
+@app.command()
+def resolve(name: str, as_json: JsonOpt = False) -> None:
+    """End a conflict `update --merge-conflicts` left, once its markers are gone (no
+    commit: what you kept is a local edit)."""
+    from librarian.cli.render import receipt_text
+    from librarian.sources.conflicted import resolve as run_resolve
+
+    receipt = run_resolve(current_library(), name)
+    emit(receipt, as_json, receipt_text(receipt))

@@ -17,6 +17,7 @@ from librarian.content.sourcedir import (
 )
 from librarian.core.gitpaths import collisions, path_problem, visible
 from librarian.core.manifests import ItemContent, Manifest, Nonconformity, SkillManifest
+from librarian.core.markers import MARKER_OURS, MARKERS_PROBLEM, has_markers
 from librarian.core.model import MANIFEST_FILES, ItemFile, ItemKind, Policy
 from librarian.core.names import check_name, name_problem
 from librarian.errors import UsageError, ValidationError
@@ -75,6 +76,8 @@ def validate_item(
         refusal = secret_refusal(item_file.path, item_file.data, policy.allowed_secrets)
         if refusal is not None:
             problems.append(refusal)
+        if MARKER_OURS in item_file.data and has_markers(item_file.data):  # C search first
+            problems.append(f"{item_file.path}: {MARKERS_PROBLEM}")
     warnings = [f.warning(SKILL_FILE) for f in findings]
     hint = None
     if policy.conformance == "strict" and warnings:

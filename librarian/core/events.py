@@ -11,7 +11,7 @@ from librarian.core.values import frozen
 
 EVENTS = (
     "init retain promote discard defer revise retire restore expose withdraw hide show "
-    "resident source-add source-remove update"
+    "resident source-add source-set source-remove update resolve"
 ).split()
 
 _TRAILER_RE = re.compile(r"^(Librarian-[A-Za-z-]+): ?(.*)$")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from librarian.errors import UsageError
 
@@ -38,3 +39,40 @@ def check_name(name: str, what: str = "name") -> str:
             "with '-', without '--'",
         )
     return name
+
+
+#: Folders that say what an item is, not whose it is: left out of a qualified name.
+_KIND_FOLDERS = frozenset({"skills", "recipes"})
+
+
+def qualified_names(paths: Iterable[str]) -> dict[str, str]:
+    """path -> the name of the item at each upstream ``path`` of one collection: its
+    folder's name (``skills/pdf`` -> ``pdf``), or, for items sharing a folder name, that
+    name behind the nearest folders that tell them apart, joined by ``:`` as Claude Code
+    shows a plugin's skill (``external_plugins/imessage/skills/access`` ->
+    ``imessage:access`` beside ``telegram:access``); ``skills``/``recipes`` folders are
+    left out while others suffice."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        groups.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+    out: dict[str, str] = {}
+    for leaf, group in groups.items():
+        if len(group) == 1:
+            out[group[0]] = leaf
+            continue
+        out.update(_apart(leaf, sorted(set(group))))
+    return out
+
+
+def _apart(leaf: str, group: list[str]) -> dict[str, str]:
+    raw = {p: p.split("/")[:-1] for p in group}
+    plain = {p: [s for s in f if s not in _KIND_FOLDERS] for p, f in raw.items()}
+    # Without its kind folders an item must still have a folder to be named by, or every
+    # folder counts: each item of the group is qualified unless it has no folder at all.
+    for folders in ((plain, raw) if all(plain[p] or not raw[p] for p in group) else (raw,)):
+        longest = max(len(f) for f in folders.values())
+        for depth in range(1, longest + 1):
+            names = {p: ":".join([*f[-depth:], leaf]) for p, f in folders.items()}
+            if len(set(names.values())) == len(names):
+                return names
+    return {p: ":".join([*p.split("/")[:-1], leaf]) for p in group}  # distinct paths

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from librarian.git.merge import FileVersion as FileVersion
     from librarian.git.merge import describe_hunk as describe_hunk
     from librarian.git.merge import merge_files as merge_files
+    from librarian.git.merge import merge_marked as merge_marked
     from librarian.git.packs import consolidate_packs as consolidate_packs
     from librarian.git.quarantine import sweep as sweep
     from librarian.git.rawtree import entry_set as entry_set
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from librarian.git.settings import core_worktree as core_worktree
     from librarian.git.settings import is_branch_ref as is_branch_ref
     from librarian.git.tags import dirty_paths as dirty_paths
+    from librarian.git.tags import remote_head as remote_head
     from librarian.git.tags import remote_refs as remote_refs
     from librarian.git.tags import tag_bytes as tag_bytes
     from librarian.git.tags import tagger as tagger
@@ -78,8 +80,10 @@ __getattr__ = lazy_exports(__name__, {
     "known_clean": "indexmemo",
     "make_tree": "trees",
     "merge_files": "merge",
+    "merge_marked": "merge",
     "parse_remote": "remote",
     "read_index": "indexscan",
+    "remote_head": "tags",
     "remote_refs": "tags",
     "resolve": "revparse",
     "scan_index": "indexscan",

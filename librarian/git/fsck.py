@@ -32,6 +32,8 @@ from librarian.git.rawtree import MODE_WIDTHS
 from librarian.git.rawtree import entries as parsed_entries
 
 TREE, COMMIT, TAG, BLOB = 2, 1, 4, 3
+_TYPE_NAMES = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}
+_TYPE_NUMS = {name.encode(): num for num, name in _TYPE_NAMES.items()}
 _NULL_SHA = b"\0" * 20
 _DIR, _LINK, _GITLINK = 0o040000, 0o120000, 0o160000
 ATTR_MAX_LINE_LENGTH = 2048  # attr.h
@@ -104,6 +106,7 @@ class Judge:
         self._roots: list[bytes] = []
         self._gitmodules: dict[bytes, tuple[bytes, str]] = {}  # blob -> (tree, name)
         self._gitattributes: dict[bytes, tuple[bytes, str]] = {}
+        self._tags: list[tuple[bytes, bytes, int]] = []  # (tag, object, declared type)
         #: (object, its type name, the objects it names, whether they are parent commits),
         #: for the caller's closure check; gitlinks name commits of other repositories.
         self.links: list[tuple[bytes, str, list[bytes], bool]] = []
@@ -132,10 +135,21 @@ class Judge:
                 self._other.append(Finding(problem[0], "tag", sha.decode(), detail=problem[1]))
             else:
                 self.links.append((sha, "tag", [raw[7:47].lower()], False))
+                declared = raw[53:raw.find(b"\n", 53)]  # after "object <40>\ntype "
+                self._tags.append((sha, raw[7:47].lower(), _TYPE_NUMS[declared]))
 
     def finish(self, read: Callable[[bytes], tuple[int, bytes] | None]) -> None:
-        """Check the blobs new trees name as ``.gitmodules`` / ``.gitattributes`` (wherever
-        they are stored: ``read`` gives (type, raw) or None when the object is absent)."""
+        """Check the blobs new trees name as ``.gitmodules`` / ``.gitattributes``, and that
+        each tag's object is of the type its ``type`` header says (git's fsck fails a tag
+        naming a tree as ``type commit``), wherever they are stored: ``read`` gives (type,
+        raw) or None when the object is absent."""
+        for tag, target, declared in self._tags:
+            found = read(target)
+            if found is not None and found[0] != declared:
+                self._other.append(Finding(
+                    "badTagObject", "tag", tag.decode(),
+                    detail=f"its type header says {_TYPE_NAMES[declared]}, its object "
+                    f"{target.decode()[:12]} is a {_TYPE_NAMES.get(found[0], '?')}"))
         for blobs, check in ((self._gitmodules, _gitmodules_problem),
                              (self._gitattributes, _gitattributes_problem)):
             for blob, (tree, name) in blobs.items():

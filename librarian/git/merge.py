@@ -16,7 +16,8 @@ Where dulwich's own defaults differ from git, git wins (measured, docs/decisions
   line-merges it);
 - a conflict is a region merge3 reports as conflicting, never a search of the output for
   ``<<<<<<< ours`` (``merge_blobs`` does that, so a file that documents conflict markers
-  would conflict falsely); no marker is ever produced;
+  would conflict falsely); no marker is produced but by ``merge_marked``, which
+  ``update --merge-conflicts`` asks for;
 - lines end at ``\\n`` only, as in git (``bytes.splitlines`` would also split at ``\\r``).
 
 Added on one side: added. Deleted on one side and unchanged on the other: deleted. Changed
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
+from librarian.core.markers import MARKER_OURS, MARKER_SPLIT, MARKER_THEIRS
 from librarian.core.values import frozen
 
 #: git's ``FIRST_FEW_BYTES``: how far ``buffer_is_binary`` looks for a NUL
@@ -230,3 +232,64 @@ def _where(first: int, data: bytes) -> str:
     if count == 0:
         return f"nothing at line {first}"
     return f"line {first}" if count == 1 else f"lines {first}-{first + count - 1}"
+
+
+#: The kinds of conflict a file with markers can hold; any other keeps the refusal.
+MARKABLE = frozenset({"content", "added-both"})
+
+
+def merge_marked(
+    base: Mapping[str, FileVersion],
+    ours: Mapping[str, FileVersion],
+    theirs: Mapping[str, FileVersion],
+) -> dict[str, FileVersion] | None:
+    """The files of a merge with every conflicting text file written as git writes it,
+    each overlapping region between ``<<<<<<< local``, ``=======`` and ``>>>>>>>
+    upstream`` lines (the mode: ours); None when a conflict is of a kind no file can
+    show (binary, mode, removed on one side, file against directory)."""
+    merged: dict[str, FileVersion] = {}
+    for path in sorted(set(base) | set(ours) | set(theirs)):
+        result = _merge_path(path, base.get(path), ours.get(path), theirs.get(path))
+        if isinstance(result, list):
+            if any(c.kind not in MARKABLE for c in result):
+                return None
+            mine, other, old = ours.get(path), theirs.get(path), base.get(path)
+            assert mine is not None and other is not None
+            merged[path] = FileVersion(mine.mode, _marked_lines(
+                old.data if old is not None else b"", mine.data, other.data))
+        elif result is not None:
+            merged[path] = result
+    if _file_directory_conflicts(merged):
+        return None
+    return merged
+
+
+def _marked_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    from dulwich.merge import make_merge3
+
+    z, a, b = split_lines(base), split_lines(ours), split_lines(theirs)
+    out: list[bytes] = []
+    for region in make_merge3(z, a, b).merge_regions():
+        what = region[0]
+        if what == "unchanged":
+            out.extend(z[region[1]:region[2]])
+        elif what in ("a", "same"):
+            out.extend(a[region[1]:region[2]])
+        elif what == "b":
+            out.extend(b[region[1]:region[2]])
+        elif len(region) == 7:
+            _, _, _, as_, ae, bs, be = region
+            out.append(MARKER_OURS + b"\n")
+            out.extend(_ended(a[as_:ae]))
+            out.append(MARKER_SPLIT + b"\n")
+            out.extend(_ended(b[bs:be]))
+            out.append(MARKER_THEIRS + b"\n")
+    return b"".join(out)
+
+
+def _ended(lines: Sequence[bytes]) -> list[bytes]:
+    """A side's lines, the last ending in a newline so the marker after it is a line."""
+    out = list(lines)
+    if out and not out[-1].endswith(b"\n"):
+        out[-1] += b"\n"
+    return out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ObjectID, ShaFile, Tag
+from dulwich.refs import Ref
 
 from librarian.core.fsutil import fsync_dir, fsync_now
 from librarian.errors import ConflictError, UsageError
@@ -25,8 +26,26 @@ _HEX = re.compile(rb"[0-9a-f]{40}")
 def remote_refs(url: str, prefix: bytes) -> dict[bytes, ObjectId]:
     """The refs of the repository at ``url`` whose names start with ``prefix`` (what
     ``git ls-remote`` lists; peeled ``^{}`` entries left out)."""
-    from dulwich.client import HTTPUnauthorized, get_transport_and_path
+    refs, _ = _ls_remote(url, "the tags of")
+    return {k: v for k, v in refs.items()
+            if v is not None and k.startswith(prefix) and not k.endswith(b"^{}")}
+
+
+def remote_head(url: str) -> str | None:
+    """The branch the repository at ``url`` names as its HEAD, what ``git clone`` checks
+    out: the ``symref`` capability of a server, the ``HEAD`` file of a repository on this
+    machine (a path or ``file://``); None when HEAD is detached or not advertised."""
+    _, symrefs = _ls_remote(url, "the default branch of")
+    target = symrefs.get(b"HEAD")
+    if target is None:
+        return None
+    return target.decode("utf-8", "replace")
+
+
+def _ls_remote(url: str, what: str) -> tuple[dict[bytes, ObjectId | None], dict[bytes, bytes]]:
+    from dulwich.client import HTTPUnauthorized, LocalGitClient, get_transport_and_path
     from dulwich.errors import GitProtocolError
+    from dulwich.repo import Repo
 
     shown = strip_credentials(url)
     if hostile_host(url):
@@ -35,16 +54,23 @@ def remote_refs(url: str, prefix: bytes) -> dict[bytes, ObjectId]:
     try:
         client, path = get_transport_and_path(url, quiet=True)
         result = client.get_refs(path.encode() if isinstance(path, str) else path)
+        symrefs = {bytes(k): bytes(v) for k, v in (result.symrefs or {}).items()}
+        if isinstance(client, LocalGitClient) and b"HEAD" not in symrefs:
+            # dulwich's local client advertises no symrefs: read the repository's HEAD.
+            with Repo(path if isinstance(path, str) else path.decode()) as repo:
+                chain, _ = repo.refs.follow(Ref(b"HEAD"))
+                if len(chain) > 1:
+                    symrefs[b"HEAD"] = bytes(chain[1])
     except (NotGitRepository, HTTPUnauthorized, FileNotFoundError, NotADirectoryError) as exc:
-        raise UsageError(f"cannot list the tags of {shown}: {_reason(exc, url)}",
+        raise UsageError(f"cannot list {what} {shown}: {_reason(exc, url)}",
                          hint="check the URL (and that the repository exists)") from None
     except (GitProtocolError, OSError) as exc:
-        raise ConflictError(f"cannot list the tags of {shown}: {_reason(exc, url)}",
+        raise ConflictError(f"cannot list {what} {shown}: {_reason(exc, url)}",
                             hint="check that the server is up and try again") from None
     except (ValueError, KeyError, TypeError, AssertionError) as exc:
-        raise UsageError(f"cannot list the tags of {shown}: {_reason(exc, url)}") from None
-    return {bytes(k): bytes(v) for k, v in result.refs.items()
-            if v is not None and bytes(k).startswith(prefix) and not bytes(k).endswith(b"^{}")}
+        raise UsageError(f"cannot list {what} {shown}: {_reason(exc, url)}") from None
+    refs = {bytes(k): (bytes(v) if v is not None else None) for k, v in result.refs.items()}
+    return refs, symrefs
 
 
 def tag_bytes(store: GitStore, sha: ObjectId) -> bytes | None:

@@ -6,12 +6,13 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 
 from librarian.cache import LastValueMemo, ShortMemo
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
+from librarian.core.names import qualified_names
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import (
@@ -48,6 +49,11 @@ class Library:
     @property
     def journal_path(self) -> Path:
         return self.state_dir / "journal.json"
+
+    @property
+    def conflicts_path(self) -> Path:
+        """Items ``update --merge-conflicts`` left conflicted (``sources.conflicted``)."""
+        return self.state_dir / "conflicts.json"
 
     @property
     def stage_dir(self) -> Path:
@@ -136,8 +142,9 @@ class Item:
 
     @property
     def bare_name(self) -> str:
-        """The directory name: ``pdf`` for ``team:pdf``."""
-        return self.name.split(":", 1)[-1]
+        """The directory name: ``pdf`` for ``team:pdf``, ``access`` for
+        ``team:imessage:access``."""
+        return self.name.rsplit(":", 1)[-1]
 
 
 def item_kind(store: GitStore, tree: ObjectId) -> ItemKind | None:
@@ -289,7 +296,26 @@ def managed_items(store: GitStore, sources_entry: TreeEntry | None) -> Iterator[
         return
     for source, source_entry in sorted(store.tree_items(sources_entry.sha).items()):
         if stat.S_ISDIR(source_entry.mode):
-            yield from _managed_walk(store, source, source_entry.sha, f"{SOURCES_DIR}/{source}")
+            yield from _source_items(store, source, source_entry.sha)
+
+
+def _source_items(store: GitStore, source: str, tree: ObjectId) -> Iterator[Item]:
+    """One source's items. Items sharing a folder name are named apart
+    (``core.names.qualified_names``), which takes the whole collection; whether a
+    collection's names are all unique is remembered by its tree id, so a lookup that
+    stops at its item walks no further in the usual case."""
+    root = f"{SOURCES_DIR}/{source}"
+    memo = ShortMemo.of(store, "names")
+    key = tree.decode()
+    if memo.get(key) == "unique":
+        yield from _managed_walk(store, source, tree, root)
+        return
+    items = list(_managed_walk(store, source, tree, root))
+    names = qualified_names(i.path[len(root) + 1:] for i in items)
+    named = [item if (name := f"{source}:{names[item.path[len(root) + 1:]]}") == item.name
+             else replace(item, name=name) for item in items]
+    memo.put(key, "unique" if named == items else "apart")
+    yield from named
 
 
 def _managed_walk(store: GitStore, source: str, tree: ObjectId, path: str) -> Iterator[Item]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +25,7 @@ from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, Locked
 from librarian.git import GitIgnores, GitStore, ObjectId, TreeEntry, blob_sha1
 from librarian.library import Item, Library, Snapshot
 
-State = Literal["clean", "modified", "missing", "untracked"]
+State = Literal["clean", "modified", "missing", "untracked", "conflicted"]
 TOP_FILES = (LIBRARY_FILE, TOOLS_FILE, LOCK_FILE)
 RECOVER_HINT = ("an interrupted change is pending (a command was killed mid-way): run "
                 "`librarian recover` to finish or roll it back (the next changing command "
@@ -129,8 +129,8 @@ def library_status(library: Library) -> StatusReport:
         # every item directory's stat looked at up front, on two processors where it pays
         work_cache.look_ahead(root, [item.path for item in items
                                      if item.path in present or item.state == "managed"])
-        item_statuses = tuple(_item_statuses(library, store, items, present, work_cache,
-                                             digests, pins))
+        item_statuses = _conflicted(library, tuple(_item_statuses(
+            library, store, items, present, work_cache, digests, pins)))
         report = StatusReport(
             items=item_statuses,
             tools=tuple(_tool_statuses(snapshot, digests)),
@@ -138,6 +138,9 @@ def library_status(library: Library) -> StatusReport:
             hints=(*(CONFIG_HINT for f in files
                      if f.path == LIBRARY_FILE and f.status == "modified"),
                    *_lock_hints(item_statuses),
+                   *(f"{i.name} is conflicted: edit the files between <<<<<<< local and "
+                     f">>>>>>> upstream, then `librarian resolve {i.name}`"
+                     for i in item_statuses if i.status == "conflicted"),
                    *((RECOVER_HINT,) if interrupted else ())),
             interrupted=interrupted,
         )
@@ -190,6 +193,20 @@ def _item_statuses(
         kind = "recipe" if (library.path_of(path) / "recipe.yaml").is_file() else "skill"
         yield ItemStatus(path.rsplit("/", 1)[1], kind, "untracked", path, "untracked",
                          work.digest if work else None, None)
+
+
+def _conflicted(library: Library, items: tuple[ItemStatus, ...]) -> tuple[ItemStatus, ...]:
+    """A managed item ``update --merge-conflicts`` left with markers, not yet resolved,
+    is ``conflicted`` (while its work tree differs from the commit)."""
+    if not os.path.lexists(library.conflicts_path):
+        return items  # the usual case: the sources package is not even imported
+    from librarian.sources.conflicted import conflicted_items
+
+    waiting = conflicted_items(library)
+    if not waiting:
+        return items
+    return tuple(replace(i, status="conflicted") if i.path in waiting
+                 and i.status == "modified" else i for i in items)
 
 
 class _Pins:

@@ -11,11 +11,10 @@ there (the *regions*: a directory that is an item on either side, is on one side
 is as deep as the walk goes); outside them every item is the locked one, kept as
 committed.
 
-Name collisions are decided over the whole source, in path order. Where an item found in
-a region shares its name with any other item (kept, skipped, or in a region), or where a
-collision was recorded before, ``changed_since`` gives way to the full read (None):
-rare, and the full read is right by construction. So does anything that does not add up
-(an object missing, a locked item in neither a region nor an unchanged directory).
+Items sharing a folder name are all admitted and named apart after planning
+(``SourcePlan.named_apart``), so no verdict here depends on another item's name. Where
+anything does not add up (an object missing, a locked item in neither a region nor an
+unchanged directory), ``changed_since`` gives way to the full read (None).
 
 Imports ``sources.upstream`` and the store.
 """
@@ -33,7 +32,6 @@ from librarian.formats.config import SourceConfig
 from librarian.git import GitStore, ObjectId, entry_set
 from librarian.sources.upstream import (
     MAX_DEPTH,
-    NAME_TAKEN,
     Collection,
     Found,
     Skipped,
@@ -78,8 +76,6 @@ def changed_since(store: GitStore, base_tree: ObjectId | None, name: str,
                   skipped: Sequence[Skipped], filtered_out: int) -> Delta | None:
     """The collection of ``new_commit``, given that ``old_commit``'s was the locked items
     (``pins``) with ``skipped`` and ``filtered_out``; None: read it whole instead."""
-    if any(s.problems and s.problems[0].startswith(NAME_TAKEN) for s in skipped):
-        return None  # a collision's loser may win now: decided by the full read
     try:
         old_root, new_root = store.commit(old_commit).tree, store.commit(new_commit).tree
         regions: list[Region] = []
@@ -169,8 +165,6 @@ def _assemble(store: GitStore, config: SourceConfig, policy: Policy, pins: Mappi
             filtered_out -= len(before)
     inside = {region.path for region in regions}
     outside = [s for s in skipped if not _inside(s.path, inside)]
-    if _names_taken(found, kept, outside):
-        return None
     # Only the trees found now are looked up (an item moved keeps its digest).
     wanted = {tree for _, tree, _ in found}
     known = {tree: pins[path] for path, tree in installed.items() if tree in wanted}
@@ -228,17 +222,3 @@ def _inside(path: str, regions: set[str]) -> bool:
             return True
         at = path.find("/", at + 1)
     return path in regions
-
-
-def _names_taken(found: Sequence[Found], kept: Sequence[tuple[str, str, ObjectId]],
-                 skipped: Sequence[Skipped]) -> bool:
-    """Whether an item found in a region may collide by name with another item: the
-    full read decides it then (module docstring)."""
-    names = [path.rsplit("/", 1)[-1] for path, _, problem in found if problem is None]
-    if not names:
-        return False
-    if len(set(names)) != len(names):
-        return True
-    wanted = set(names)
-    return any(path.rsplit("/", 1)[-1] in wanted
-               for path in (*(k[0] for k in kept), *(s.path for s in skipped)))

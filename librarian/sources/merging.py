@@ -16,7 +16,15 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.git import FileConflict, FileVersion, GitStore, ObjectId, describe_hunk, merge_files
+from librarian.git import (
+    FileConflict,
+    FileVersion,
+    GitStore,
+    ObjectId,
+    describe_hunk,
+    merge_files,
+    merge_marked,
+)
 from librarian.library import Library
 
 
@@ -30,10 +38,22 @@ class MergeOutcome:
     work: tuple[ItemFile, ...] = field(metadata={"json": False})
     combined: tuple[str, ...]  # paths changed on both sides, merged line by line
     problem: str | None = None  # why no merge could be tried (a link in the work tree…)
+    #: on conflict, the files with git-style markers in the conflicting ones (None: a
+    #: conflict no file can show: binary, mode, removed on one side)
+    marked: tuple[ItemFile, ...] | None = field(default=None, metadata={"json": False})
+    #: ``merged`` holds ``marked``: written with markers (``update --merge-conflicts``)
+    markers: bool = False
     clean: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "clean", self.merged is not None)
+        object.__setattr__(self, "clean", self.merged is not None and not self.markers)
+
+    def with_markers(self) -> MergeOutcome:
+        """The conflict's outcome as ``--merge-conflicts`` installs it: ``marked`` goes
+        into the work tree."""
+        assert self.marked is not None
+        return MergeOutcome(self.marked, self.conflicts, self.work, self.combined,
+                            marked=self.marked, markers=True)
 
     def summary(self) -> str:
         """One line: the conflicting files with their hunks, or what merged."""
@@ -87,7 +107,9 @@ def plan_merge(
                      if ours_v[p] != theirs_v[p] and ours_v[p] != base_v.get(p)
                      and theirs_v[p] != base_v.get(p))
     if result.files is None:
-        return MergeOutcome(None, result.conflicts, ours, combined)
+        marked = merge_marked(base_v, ours_v, theirs_v)
+        return MergeOutcome(None, result.conflicts, ours, combined,
+                            marked=_files(marked) if marked else None)
     if not result.files:
         return MergeOutcome(None, (), ours, combined,
                             "local edit removed every file the merge would keep")

@@ -166,7 +166,7 @@ def plan_source(
     # What is read next is a few items' trees, not the two collections (upstream's and
     # the committed one, megabytes each at 10,000 items).
     store.forget_trees()
-    return plan
+    return plan.named_apart()
 
 
 def _since_locked(store: GitStore, base_tree: ObjectId | None, name: str,

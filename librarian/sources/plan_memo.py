@@ -40,7 +40,7 @@ __all__ = ["PLAN_RULES", "UP_TO_DATE_MEMO", "PlanMemo", "Remembered", "remember_
 UP_TO_DATE_MEMO = "up-to-date"
 #: Part of every remembered plan's key: raise it with any change to planning, filtering
 #: or validation that could plan the same ids differently (remembered plans then lapse).
-PLAN_RULES = "1"
+PLAN_RULES = "2"
 
 
 class Remembered(NamedTuple):

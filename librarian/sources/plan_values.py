@@ -11,11 +11,12 @@ for what shows a whole plan (``--json``, ``--dry-run``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
+from librarian.core.names import qualified_names
 from librarian.core.values import frozen
 from librarian.formats.config import LockedSource
 from librarian.sources.upstream import Skipped, collection_path
@@ -63,10 +64,14 @@ class KeptItems:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def planned(self, source: str) -> Iterator[PlannedItem]:
-        """Each as the PlannedItem a plan of one item gives (built when asked for)."""
+    def planned(self, source: str,
+                names: Mapping[str, str] | None = None) -> Iterator[PlannedItem]:
+        """Each as the PlannedItem a plan of one item gives (built when asked for);
+        ``names``: upstream path -> name, for items named apart."""
         for path, digest, tree in zip(self.paths, self.digests, self.trees, strict=True):
-            yield PlannedItem(item_name(source, path), path, collection_path(source, path),
+            name = (f"{source}:{names[path]}" if names is not None and path in names
+                    else item_name(source, path))
+            yield PlannedItem(name, path, collection_path(source, path),
                               "keep", digest, digest, None, False, UNCHANGED_UPSTREAM,
                               tree.decode())
 
@@ -96,8 +101,18 @@ class SourcePlan:
         plan shown; the update itself reads ``planned`` and ``kept``)."""
         if not self.kept:
             return self.planned
-        return tuple(sorted((*self.planned, *self.kept.planned(self.source)),
+        names = qualified_names([*self.kept.paths, *(i.path for i in self.planned)])
+        return tuple(sorted((*self.planned, *self.kept.planned(self.source, names)),
                             key=lambda item: item.path))
+
+    def named_apart(self) -> SourcePlan:
+        """The plan with items that share a folder name named apart, as the library
+        names them once installed (``core.names.qualified_names``)."""
+        names = qualified_names([*self.kept.paths, *(i.path for i in self.planned)])
+        planned = tuple(replace(i, name=f"{self.source}:{names[i.path]}")
+                        if f"{self.source}:{names[i.path]}" != i.name else i
+                        for i in self.planned)
+        return replace(self, planned=planned) if planned != self.planned else self
 
     @property
     def changes(self) -> tuple[PlannedItem, ...]:

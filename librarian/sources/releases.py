@@ -15,6 +15,7 @@ reachable from ``refs/librarian/releases/<name>``, so ``verify`` needs no networ
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -189,12 +190,13 @@ def verify_sources(library: Library, names: Sequence[str] = (), *,
                                      "signed statement to verify it against")
                 out.append(VerifiedSource(name, False, name in locked))
                 continue
-            out.append(_verify_one(store, tree, name, source, locked.get(name), now))
+            out.append(_verify_one(library, store, tree, name, source, locked.get(name), now))
     return VerifyReport(tuple(out))
 
 
-def _verify_one(store: GitStore, tree: ObjectId | None, name: str, source: SourceConfig,
-                entry: LockedSource | None, now: datetime) -> VerifiedSource:
+def _verify_one(library: Library, store: GitStore, tree: ObjectId | None, name: str,
+                source: SourceConfig, entry: LockedSource | None,
+                now: datetime) -> VerifiedSource:
     from librarian.trust.policy import installed_differences, trusted_keys, verify_release
     from librarian.trust.tag import release_tag_name
 
@@ -223,12 +225,46 @@ def _verify_one(store: GitStore, tree: ObjectId | None, name: str, source: Sourc
     differences = installed_differences(release, locked_version=entry.release,
                                         locked_commit=entry.commit, locked_items=entry.items,
                                         committed=committed)
+    differences += on_disk_differences(library, name, entry.items)
     if differences:
         raise TrustError(f"source {name!r} does not match its signed release "
                          f"{release.ref_name}: " + "; ".join(differences[:5])
                          + (f" and {len(differences) - 5} more" if len(differences) > 5 else ""),
-                         hint=f"`git log -p -- sources/{name}` shows how the content "
-                         "changed after the update that installed the release")
+                         hint=f"`librarian status` and `librarian diff {name}:NAME` show a "
+                         f"local edit on disk; `git log -p -- sources/{name}` shows how the "
+                         "committed content changed after the update that installed the "
+                         "release")
     return VerifiedSource(name, True, True, release.version, release.tag_id,
                           release.signer.fingerprint, len(entry.items),
                           release.statement.expired(now))
+
+
+def on_disk_differences(library: Library, source: str,
+                        locked_items: Mapping[str, str]) -> list[str]:
+    """What agents read: every locked item's directory in the work tree, hashed afresh (no
+    cache), against its locked digest; an edited, deleted or added file names the item."""
+    from librarian.content.worktree import NotRegularFile, hash_work_dir
+    from librarian.sources.upstream import collection_path
+
+    out = []
+    for path, digest in sorted(locked_items.items()):
+        where = collection_path(source, path)
+        directory = library.path_of(where)
+        try:
+            is_dir = stat.S_ISDIR(directory.lstat().st_mode)  # a link is not followed
+        except OSError:  # gone, or a parent is a file now
+            is_dir = False
+        try:
+            found = hash_work_dir(directory) if is_dir else None
+        except NotRegularFile as exc:
+            out.append(f"{path}: {where} on disk holds {exc.path.name}, not a regular file")
+            continue
+        except OSError as exc:
+            out.append(f"{path}: {where} cannot be read on disk ({exc.strerror})")
+            continue
+        if found is None:
+            out.append(f"{path}: missing on disk at {where}")
+        elif found.digest != digest:
+            out.append(f"{path}: {where} on disk is {found.digest}, not the signed {digest} "
+                       "(a local edit)")
+    return out

@@ -93,6 +93,28 @@ def trust_lines(trust: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def check_ref(ref: str) -> None:
+    if not ref.strip() or any(c in ref for c in " ~^:?*[\\") or ".." in ref:
+        raise UsageError(f"invalid ref {ref!r}")
+
+
+def default_branch(url: str) -> str:
+    """The branch the remote's HEAD names (``main``, ``master``…); ``HEAD`` itself when
+    it is detached. A remote that cannot be reached is an error: ``--ref`` names the
+    branch without asking."""
+    from librarian.errors import LibrarianError
+    from librarian.git import remote_head
+
+    try:
+        target = remote_head(url)
+    except LibrarianError as exc:
+        exc.hint = "pass --ref BRANCH to subscribe without asking the remote for its HEAD"
+        raise
+    if target is None:
+        return "HEAD"
+    return target.removeprefix("refs/heads/")
+
+
 def fingerprints(trust: tuple[str, ...]) -> tuple[str, ...]:
     out = []
     for line in trust:
@@ -108,18 +130,22 @@ def add_source(
     name: str,
     url: str,
     *,
-    ref: str = "main",
+    ref: str | None = None,
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
     trust: tuple[str, ...] = (),
 ) -> Receipt:
+    """Subscribe (one commit). Without ``ref`` the remote's HEAD is asked for, as ``git
+    clone`` does, and the branch it names is recorded."""
     trust = trust_lines(trust)
     check_name(name, "source name")
     url = normalise_url(url)
-    if not ref.strip() or any(c in ref for c in " ~^:?*[\\") or ".." in ref:
-        raise UsageError(f"invalid ref {ref!r}")
+    if ref is not None:
+        check_ref(ref)
     compile_patterns(include, "include")
     compile_patterns(exclude, "exclude")
+    if ref is None:
+        ref = default_branch(url)
     with Transaction(library) as tx:
         config = tx.base.config
         if name in config.sources:
@@ -194,6 +220,10 @@ def remove_source(library: Library, name: str, *, force: bool = False) -> Backup
         for ref in (source_ref(name), release_ref(name)):  # fetched commit, release tag
             if store.ref(ref) is not None:
                 store.delete_ref(ref)
+        if os.path.lexists(library.conflicts_path):
+            from librarian.sources.conflicted import forget_source
+
+            forget_source(library, name)
     return BackupReceipt(kind="source_removed", name=name, path=collection_path(name),
                          digest=None, commit=result.commit,
                          details={"url": strip_credentials(config.sources[name].url)},

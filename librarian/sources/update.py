@@ -5,11 +5,15 @@
 2. Fetch each source's ref into ``refs/librarian/sources/<name>`` (only the previously
    fetched commit is offered as common history); a signed source (``trust:``) is fetched
    at its newest release tag and verified, and after planning the plan is checked against
-   the release's statement (``librarian.sources.releases``; a refusal is exit 4).
+   the release's statement (``librarian.sources.releases``; a refusal is exit 4). Each
+   source is judged on its own (``librarian.sources.fetching``): a refused one is left
+   out, as it was, and the others go on.
 3. Plan per item from three digests (locked, upstream, work tree): add, update, remove,
    keep (a local edit to an item upstream did not change is kept), merge (a local edit to
    an item upstream changed, merged file by file), conflict (``librarian.sources.plan``).
-4. Conflicts refuse the update (exit 3) unless ``--force``; every local edit the update
+4. Conflicts refuse the update (exit 3) unless ``--force``, or ``--merge-conflicts``
+   (upstream installed, git-style markers written into the work tree, the item recorded
+   as conflicted: ``librarian.sources.conflicted``); every local edit the update
    overwrites (``--force``) or rewrites (a merge) is backed up first
    (``librarian.sources.backups``).
 5. One journaled transaction (``Transaction.commit_tree``): the new collection tree is built
@@ -28,7 +32,6 @@ from librarian.cache import TreeMemo
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
 from librarian.core.faults import crash_point
-from librarian.core.progress import phase as shown_phase
 from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
@@ -37,12 +40,13 @@ from librarian.formats.config import (
     SourceConfig,
     dump_lock,
 )
-from librarian.git import GitStore, ObjectId, TreeEntry, make_tree, strip_credentials
+from librarian.git import GitStore, ObjectId, TreeEntry, make_tree
 from librarian.library import Library, Snapshot
+from librarian.sources.conflicted import Conflicted, record_conflicts, refuse_unresolved
+from librarian.sources.fetching import RefusedSource, fetch_and_plan, restore_refs
 from librarian.sources.plan import (
     SOURCE_REF_PREFIX,
     installed_items,
-    plan_source,
     skip_warnings,
     source_ref,
 )
@@ -50,8 +54,6 @@ from librarian.sources.plan_memo import remember_installed
 from librarian.sources.plan_values import Action, PlannedItem, SourcePlan, lock_entry, plan_fields
 from librarian.sources.releases import (
     ReleaseInfo,
-    check_plan,
-    fetch_source,
     keep_release_tags,
     release_info,
     release_ref,
@@ -65,7 +67,8 @@ if TYPE_CHECKING:
     from librarian.trust.policy import VerifiedRelease
 
 __all__ = [
-    "SOURCE_REF_PREFIX", "PlannedItem", "SourcePlan", "UpdateConflict", "UpdateReport",
+    "SOURCE_REF_PREFIX", "PlannedItem", "RefusedSource", "SourcePlan", "UpdateConflict",
+    "UpdateReport",
     "installed_items", "outdated", "source_ref", "update",
 ]
 
@@ -84,6 +87,9 @@ class UpdateReport:
     stale_tools: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     releases: tuple[ReleaseInfo, ...] = ()  # how each planned source is signed
+    #: sources refused on their own (a signed release that failed), not planned: the
+    #: others are; the command exits 4 when there is any
+    refused: tuple[RefusedSource, ...] = ()
 
 
 class UpdateConflict(ConflictError):
@@ -115,7 +121,7 @@ def outdated(library: Library, names: Sequence[str] = (), *,
     report = update(library, names, dry_run=True, progress=progress)
     return UpdateReport("outdated", report.plans, None, dry_run=True,
                         up_to_date=report.up_to_date, warnings=report.warnings,
-                        releases=report.releases)
+                        releases=report.releases, refused=report.refused)
 
 
 def update(
@@ -124,6 +130,7 @@ def update(
     *,
     dry_run: bool = False,
     force: bool = False,
+    merge_conflicts: bool = False,
     progress: Progress | None = None,
 ) -> UpdateReport:
     with Transaction(library) as tx:
@@ -136,27 +143,18 @@ def update(
             return UpdateReport("update", (), None, dry_run=dry_run, up_to_date=True,
                                 warnings=notes)
         chosen = _choose(config.sources, names)
+        if not dry_run:
+            refuse_unresolved(library, list(chosen))
         previous = {ref: store.ref(ref) for name in chosen
                     for ref in (source_ref(name), release_ref(name))}
         try:
             return _fetch_plan_apply(tx, chosen, notes, dry_run=dry_run, force=force,
-                                     progress=progress)
+                                     merge_conflicts=merge_conflicts, progress=progress)
         except BaseException:
             # A refused or failed update changes nothing, the fetch refs included (a
             # successful `outdated` or `--dry-run` keeps them, as `git fetch` would).
-            _restore_refs(store, previous)
+            restore_refs(store, previous)
             raise
-
-
-def _restore_refs(store: GitStore, previous: Mapping[bytes, ObjectId | None]) -> None:
-    for ref, old in previous.items():
-        current = store.ref(ref)
-        if current == old or current is None:
-            continue
-        if old is None:
-            store.delete_ref(ref)
-        else:
-            store.set_ref(ref, current, old, b"librarian: update refused, fetch undone")
 
 
 def _fetch_plan_apply(
@@ -166,30 +164,19 @@ def _fetch_plan_apply(
     *,
     dry_run: bool,
     force: bool,
+    merge_conflicts: bool = False,
     progress: Progress | None,
 ) -> UpdateReport:
-    library, store, base_tree = tx.library, tx.store, tx.base.tree
-    fetched = {}
-    releases = {}
-    locked = tx.base.lock
-    for name, source in chosen.items():
-        shown_phase(f"fetch {name}")
-        if progress is not None:
-            progress(f"fetching {name} from {strip_credentials(source.url)}\n")
-        fetched[name], release = fetch_source(store, name, source, locked.get(name),
-                                              progress=progress)
-        if release is not None:
-            releases[name] = release
-    crash_point("update-after-fetch")
-    plans = tuple(
-        plan_source(library, store, base_tree, name, source, locked.get(name),
-                    fetched[name].commit, tx.base.policy)
-        for name, source in chosen.items()
-    )
-    for plan in plans:
-        check_plan(store, plan, releases.get(plan.source))
+    library, store = tx.library, tx.store
+    fetched = fetch_and_plan(tx, chosen, progress)
+    plans, releases, locked = fetched.plans, fetched.releases, tx.base.lock
+    refused = fetched.refused
+    chosen = {n: s for n, s in chosen.items() if n not in refused}
     signing = tuple(release_info(n, s, releases.get(n)) for n, s in chosen.items())
+    refusals = fetched.refusals()
     warnings = notes + tuple(skip_warnings(plans))
+    if merge_conflicts and not force:
+        plans = tuple(_with_markers(p) for p in plans)
     conflicts = [c for p in plans for c in p.conflicts]
     unchanged = all(
         not p.changes and not p.conflicts
@@ -199,7 +186,7 @@ def _fetch_plan_apply(
     if dry_run or unchanged:
         TreeMemo.save_all(store)  # what planning learned (sources/plan.py)
         return UpdateReport("update", plans, None, dry_run=dry_run, up_to_date=unchanged,
-                            warnings=warnings, releases=signing)
+                            warnings=warnings, releases=signing, refused=refusals)
     if conflicts and not force:
         raise UpdateConflict(plans)
     tx.check_unmodified(FileChange(LOCK_FILE, None))
@@ -210,9 +197,13 @@ def _fetch_plan_apply(
     resolved = tuple(_resolve_conflicts(p) for p in plans)
     keep_release_tags(store, releases)
     commit = _commit(tx, resolved, backups, releases)
+    record_conflicts(library, (
+        Conflicted(i.name, p.source, i.library_path, tuple(c.path for c in i.merge.conflicts))
+        for p in resolved for i in p.merges if i.merge is not None and i.merge.markers))
     stale = _stale_tools(tx.base, resolved)
     return UpdateReport("update", resolved, commit, forced=force, backups=backups,
-                        stale_tools=stale, warnings=warnings, releases=signing)
+                        stale_tools=stale, warnings=warnings, releases=signing,
+                        refused=refusals)
 
 
 def _choose(
@@ -254,6 +245,22 @@ def _back_up_edits(
             if backup is not None:
                 backups.append(backup)
     return tuple(backups)
+
+
+def _with_markers(plan: SourcePlan) -> SourcePlan:
+    """``--merge-conflicts``: each conflict a file can show becomes a merge whose work
+    tree holds git-style markers (upstream's version is what is committed and locked);
+    the others stay conflicts."""
+    items = []
+    for item in plan.planned:
+        if item.action == "conflict" and item.merge is not None \
+                and item.merge.marked is not None:
+            files = ", ".join(c.path for c in item.merge.conflicts)
+            item = replace(item, action="merge", merge=item.merge.with_markers(),
+                           reason=f"local edit, changed upstream: conflict markers written "
+                           f"into {files}; edit them, then `librarian resolve {item.name}`")
+        items.append(item)
+    return replace(plan, planned=tuple(items))
 
 
 def _resolve_conflicts(plan: SourcePlan) -> SourcePlan:

@@ -31,7 +31,7 @@ from librarian.sources.judging import (
 )
 
 __all__ = [
-    "MAX_DEPTH", "NAME_TAKEN", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
+    "MAX_DEPTH", "Collection", "Found", "Skipped", "UpstreamItem", "WalkStart",
     "collection_path", "compile_patterns", "find_item_trees", "holds_manifest", "judge_item",
     "read_collection",
     "selected", "split_filtered", "unsafe_part", "verdicts",
@@ -42,8 +42,6 @@ _MANIFESTS = tuple(MANIFEST_FILES.values())
 WalkStart = tuple[str, int, str | None]
 #: One directory holding a manifest: (upstream path, tree id, problem with the path or None).
 Found = tuple[str, ObjectId, str | None]
-#: The start of every skip for a name another item of the source already has.
-NAME_TAKEN = "another item of this source"
 
 
 @frozen
@@ -184,7 +182,6 @@ def verdicts(store: GitStore, found: Sequence[Found], known: Mapping[ObjectId, s
     judged = iter(judge_items(store, wanted, policy))
     items: dict[str, UpstreamItem] = {}
     skipped: list[Skipped] = []
-    names: dict[str, str] = {}
     for path, tree, problem in found:
         if problem is not None:
             skipped.append(Skipped(path, (problem,)))
@@ -192,13 +189,10 @@ def verdicts(store: GitStore, found: Sequence[Found], known: Mapping[ObjectId, s
         cached = known.get(tree)
         # In the order of ``wanted``: every item without a known tree has its verdict.
         verdict = UpstreamItem(path, tree, cached) if cached is not None else next(judged)
-        name = path.rsplit("/", 1)[-1]
-        if name in names:
-            skipped.append(Skipped(path, (f"{NAME_TAKEN}, {names[name]}, "
-                                          f"is named {name!r}",)))
-        elif isinstance(verdict, Skipped):
+        # Two items sharing a folder name are both admitted: they are named apart
+        # (core.names.qualified_names), as Claude Code names a plugin's skills.
+        if isinstance(verdict, Skipped):
             skipped.append(verdict)
         else:
-            names[name] = path
             items[path] = verdict
     return items, tuple(skipped)

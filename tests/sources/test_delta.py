@@ -122,23 +122,22 @@ def test_a_change_of_one_item_is_planned_without_reading_the_collection(
     assert [i.path for i in first.changes] == ["more/deep/one-more-deep"]
 
 
-def test_a_name_taken_twice_is_left_to_the_full_read(
+def test_a_name_taken_twice_is_admitted_named_apart(
         installed: tuple[Path, Upstream], capsys: Cap, monkeypatch: pytest.MonkeyPatch) -> None:
     library, up = installed
     watch = Watch(monkeypatch)
     up.skill("zz/one-skills").commit("a second item named one-skills")
     first, full, used_delta = _plans_both_ways(library, watch)
-    assert not used_delta
+    assert used_delta  # no verdict depends on another item's name: the delta holds
     _same(first, full)
-    assert any(s.path == "zz/one-skills" for s in first.skipped)
+    # both are admitted, named apart by the folders that tell them apart
+    assert not any(s.path == "zz/one-skills" for s in first.skipped)
+    assert {i.path: i.name for i in first.changes} == {"zz/one-skills": "team:zz:one-skills"}
     assert cli(capsys, library, "update").code == 0
-    # a collision recorded in the remembered plan: its loser may win later, so full reads
-    up.remove("skills/one-skills").commit("the winner goes")
+    up.remove("skills/one-skills").commit("the other goes")
     first, full, used_delta = _plans_both_ways(library, watch)
-    assert not used_delta
     _same(first, full)
-    assert {i.path: i.action for i in first.changes} == {
-        "skills/one-skills": "remove", "zz/one-skills": "add"}
+    assert {i.path: i.action for i in first.changes} == {"skills/one-skills": "remove"}
 
 
 def test_skipped_items_keep_the_walks_order(

@@ -39,7 +39,7 @@ def _upstream(path: Path) -> Upstream:
     up.skill("skills/ignored").put("skills/ignored/.DS_Store", b"\0\0")  # left out
     up.skill("skills/own-ignores").put("skills/own-ignores/.librarianignore", b"*.log\n")
     up.put("skills/own-ignores/run.log", b"noise\n")
-    up.skill("more/plain-0")  # its name is taken by skills/… only if that one is admitted
+    up.skill("more/plain-0")  # shares its folder name with skills/plain-0: both admitted
     up.skill("skills/tool").put("skills/tool/scripts/go.sh", b"#!/bin/sh\n", MODE_EXEC)
     up.put("skills/no-manifest/README.md", b"not an item\n")
     up.put("skills/broken/SKILL.md", b"---\nname: [\n---\n")  # refused: bad frontmatter
@@ -70,8 +70,8 @@ def test_the_mix_is_judged_as_expected(fetched: Library,
     collection, _, _, _ = _read(fetched, monkeypatch, split=False)
     assert "skills/linked" in {s.path for s in collection.skipped}
     assert "skills/broken" in {s.path for s in collection.skipped}
-    # "more/plain-0" sorts first and takes the name
-    assert "skills/plain-0" in {s.path for s in collection.skipped}
+    # two items sharing a folder name are both admitted (named apart when listed)
+    assert "skills/plain-0" in collection.items
     assert "more/plain-0" in collection.items
     assert collection.items["skills/bad-name"].warnings
     assert "skills/ignored" in collection.items and "recipes/hello" in collection.items

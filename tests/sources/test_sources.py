@@ -245,7 +245,8 @@ def test_add_refuses_hostile_or_unusable_urls_with_exit_2(
 def test_add_accepts_ssh_user_names_and_plain_urls(
     library: Path, capsys: Cap, url: str
 ) -> None:
-    result = cli(capsys, library, "source", "add", "web", url, "--json")
+    # --ref: nothing asks the (unreachable) host for its HEAD
+    result = cli(capsys, library, "source", "add", "web", url, "--ref", "main", "--json")
     assert result.code == 0, result.err
     assert load_library_config((library / "library.yaml").read_bytes()).sources["web"].url == url
     assert result.json["url"] == url
@@ -278,7 +279,8 @@ def test_inspect_and_list_show_urls_without_credentials(
 ) -> None:
     from support.sources_helpers import edit_source
 
-    assert cli(capsys, library, "source", "add", "team", "https://example.org/lib.git").code == 0
+    assert cli(capsys, library, "source", "add", "team", "https://example.org/lib.git",
+               "--ref", "main").code == 0
     edit_source(library, "team", url="https://alice:s3cretpass@example.org/lib.git?t=tok3n")
     inspected = cli(capsys, library, "inspect", "sources", "--json")
     assert inspected.code == 0, inspected.err

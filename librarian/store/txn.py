@@ -37,6 +37,7 @@ from librarian.core.faults import crash_point
 from librarian.core.fsutil import one_sync
 from librarian.core.model import ItemFile
 from librarian.errors import LibrarianError, UsageError
+from librarian.formats.claude_plugin import PLUGIN_DIR
 from librarian.store import apply, leftovers, packs, staging, statcache
 from librarian.store.changes import (
     Change,
@@ -48,7 +49,11 @@ from librarian.store.changes import (
     work_trees,
 )
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
-from librarian.store.guard import refuse_linked_paths, refuse_unsafe_library
+from librarian.store.guard import (
+    refuse_committed_non_directory,
+    refuse_linked_paths,
+    refuse_unsafe_library,
+)
 from librarian.store.journal import Journal
 from librarian.store.library import Library
 from librarian.store.lock import library_lock
@@ -224,6 +229,8 @@ class Transaction:
             raise RuntimeError("a transaction makes one commit")
         store, library, base = self.store, self.library, self.base.commit
         refuse_linked_paths(library.root, [change.path for change in self._changes])
+        plugin_dir = store.lookup(self.base.tree, PLUGIN_DIR)
+        refuse_committed_non_directory(PLUGIN_DIR, plugin_dir.mode if plugin_dir else None)
         assert new_tree is not None
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")

@@ -167,12 +167,13 @@ def recover(as_json: JsonOpt = False) -> None:
 def hooks_install(
     force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
 ) -> None:
-    """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
+    """Copy the project's hooks to where git runs them (.git/hooks or core.hooksPath)."""
     from librarian.ops.hooks import install_hooks
 
-    installed = install_hooks(current_library(), force=force)
-    emit({"kind": "hooks", "installed": installed}, as_json,
-          "installed " + ", ".join(installed))
+    done = install_hooks(current_library(), force=force)
+    kept = "".join(f"\n  the hook that was there is kept as {backup}" for backup in done.backups)
+    emit({"kind": "hooks", **jsonable(done)}, as_json,
+         f"installed {', '.join(done.installed)} in {done.path}{kept}")
 
 
 @app.command()

@@ -20,6 +20,7 @@ from librarian.core.manifests import ItemContent, Manifest, Nonconformity, Skill
 from librarian.core.model import MANIFEST_FILES, ItemFile, ItemKind, Policy
 from librarian.core.names import check_name, name_problem
 from librarian.errors import UsageError, ValidationError
+from librarian.formats.capture import captured_skill_md, needs_frontmatter, slug
 from librarian.formats.recipe import RECIPE_FILE, parse_recipe
 from librarian.formats.skillmd import (
     SKILL_FILE,
@@ -93,11 +94,14 @@ def validate_item(
     )
 
 
-def load_source(source: Path, policy: Policy, *, name: str | None = None) -> ItemContent:
+def load_source(source: Path, policy: Policy, *, name: str | None = None,
+                capture: bool = False) -> ItemContent:
     """An item from a directory, or from one .md file that becomes the item's SKILL.md.
     It is named ``name``, else by its manifest's name when that is a valid name, else by
     the source directory's name; then judged as ``check`` judges the item in its library
-    directory of that name (spec §2: the item's identity is its directory)."""
+    directory of that name (spec §2: the item's identity is its directory). With
+    ``capture`` (a draft), a .md file without frontmatter gets one built from its file
+    name and first heading (``formats/capture.py``)."""
     if name is not None:
         check_name(name)
     st = stat_source(source)
@@ -113,10 +117,23 @@ def load_source(source: Path, policy: Policy, *, name: str | None = None) -> Ite
                 path=str(source),
             )
         data = read_source_file(source, st, policy)
+        if capture and needs_frontmatter(data):
+            name = name or slug(source.stem)
+            if not name:
+                raise UsageError(f"{source}: no item name can be made from the file name",
+                                 hint="give one with --name", path=str(source))
+            data = captured_skill_md(data, name)
         # The file's bytes become SKILL.md exactly; its executable bit is not content here.
         files = (ItemFile(SKILL_FILE, False, data),)
-        return validate_item(files, policy, expected_name=name or default_identity(files, None),
-                             where=str(source))
+        try:
+            return validate_item(files, policy,
+                                 expected_name=name or default_identity(files, None),
+                                 where=str(source))
+        except ValidationError as exc:
+            if exc.hint is None and needs_frontmatter(data):
+                exc.hint = (f"`librarian retain {source} --draft` captures a note without "
+                            "frontmatter, building it from the file name and first heading")
+            raise
     raise UsageError(f"{source} is a special file", hint=SOURCE_HINT, path=str(source))
 
 

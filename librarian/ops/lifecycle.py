@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from librarian.core.events import trailers
 from librarian.core.model import KIND_DIRS
 from librarian.core.receipts import Receipt
-from librarian.errors import ConflictError, LibrarianError, UsageError
+from librarian.errors import ConflictError, LibrarianError, UsageError, ValidationError
 from librarian.ops.retention import evidence_text
 from librarian.store.gitstore import ObjectId
 from librarian.store.library import Item, Library
@@ -76,6 +76,14 @@ def promote(library: Library, name: str, *, evidence: str | None = None) -> Rece
     with Transaction(library) as tx:
         draft = require(tx.base, name, "draft", "promote")
         content = tx.base.content(draft)
+        if content.warnings:
+            # A draft is a capture; a retained skill is what agents are shown: it must
+            # conform to the Agent Skills format.
+            raise ValidationError(
+                f"{draft.path}: promote needs a conforming {content.kind}: "
+                + "; ".join(content.warnings), problems=content.warnings,
+                hint=f"fix the draft and `librarian revise {name} SOURCE`, then promote",
+                path=draft.path)
         target = f"{KIND_DIRS[content.kind]}/{content.name}"
         existing = tx.base.taken_by(content.name)
         if existing not in (None, draft.path):

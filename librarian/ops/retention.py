@@ -81,10 +81,10 @@ def retain(
     # concurrent writer would spend waiting); judged again only if the committed policy
     # moved in between.
     policy = head_policy(library)
-    content = load_source(source, policy, name=name)
+    content = load_source(source, policy, name=name, capture=draft)
     with Transaction(library) as tx:
         if tx.base.policy != policy:
-            content = load_source(source, tx.base.policy, name=name)
+            content = load_source(source, tx.base.policy, name=name, capture=draft)
         item_path, draft, adopt = _place(library, source, content, draft)
         result = _admit(tx, content, draft, evidence, item_path, adopt=adopt)
     return _receipt(library, content, draft, result.commit, item_path, in_place=adopt)

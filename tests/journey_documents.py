@@ -75,6 +75,8 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     retained = make_skill(sources / "d", "draft-two")
     run("retain", str(retained), "--draft")
     docs["retain --draft"] = docs["retain"]
+    docs["retain A B"] = run("retain", str(make_skill(sources / "m", "many-one")),
+                             str(make_skill(sources / "m", "many-two")))
     run("discard", "draft-two", "--reason", "no")
     run("key generate", str(tmp_path / "key"))
     run("key public", str(tmp_path / "key"))

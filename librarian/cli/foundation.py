@@ -36,18 +36,27 @@ def init(
 
 @app.command()
 def retain(
-    source: Annotated[Path, typer.Argument(help="A skill or recipe directory, or one .md file.")],
+    sources: Annotated[list[Path], typer.Argument(
+        help="Skill or recipe directories, or .md files: all in one commit, or none.")],
     name: Annotated[str | None, typer.Option("--name", help="Assert the item's name.")] = None,
     draft: Annotated[bool, typer.Option("--draft", help="Admit into drafts/.")] = False,
     evidence: Annotated[str | None, typer.Option("--evidence", help="Why it is kept.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Admit a skill or recipe (create-only), as one commit."""
+    """Admit skills or recipes (create-only), as one commit."""
     from librarian.cli.render import receipt_text
-    from librarian.ops.retention import retain as retain_item
+    from librarian.ops.retention import retain_all
 
-    receipt = retain_item(current_library(), source, name=name, draft=draft, evidence=evidence)
-    emit(receipt, as_json, receipt_text(receipt))
+    receipts = retain_all(current_library(), sources, name=name, draft=draft,
+                          evidence=evidence)
+    if len(receipts) == 1:
+        emit(receipts[0], as_json, receipt_text(receipts[0]))
+        return
+    document = {"kind": "retained_items", "name": None, "path": None, "digest": None,
+                "commit": receipts[0].commit,
+                "warnings": [w for r in receipts for w in r.warnings],
+                "items": [r.to_json() for r in receipts]}
+    emit(document, as_json, "\n".join(receipt_text(r) for r in receipts))
 
 
 @app.command()

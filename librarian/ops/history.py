@@ -38,6 +38,14 @@ class LogEntry:
     def values(self, *keys: str) -> list[str]:
         return [v for k, v in self.trailers if k in keys]
 
+    def trailer_of(self, path: str, key: str) -> str | None:
+        """``key``'s value for the item at ``path``: an event about several items (``retain
+        A B``) repeats ``Librarian-Item`` and its ``-Kind`` and ``-Digest`` in step."""
+        items, values = self.values("Librarian-Item"), self.values(key)
+        if path in items and len(values) == len(items) > 1:
+            return values[items.index(path)]
+        return self.trailer(key)
+
 
 def item_name_of(path: str) -> str:
     """The name a user types for a library path: ``skills/pdf`` -> ``pdf``,

@@ -61,7 +61,8 @@ def inspect_item(library: Library, name: str) -> ItemReport:
         provenance = _provenance(snapshot, item) if item.state == "managed" else None
     revisions = tuple(
         {"event": e.event, "commit": e.commit, "time": e.time, "subject": e.subject,
-         "digest": e.trailer("Librarian-Digest")} for e in read_log(library, item.path))
+         "digest": e.trailer_of(item.path, "Librarian-Digest")}
+        for e in read_log(library, item.path))
     approvals: tuple[dict[str, Any], ...] = ()
     usage = None
     if item.kind == "recipe":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,6 +107,7 @@ def load_source(source: Path, policy: Policy, *, name: str | None = None,
         check_name(name)
     st = stat_source(source)
     if stat.S_ISDIR(st.st_mode):
+        _refuse_not_an_item(source)
         files = read_source_dir(source, policy)
         identity = name or default_identity(files, source.name)
         return validate_item(files, policy, expected_name=identity, where=str(source))
@@ -135,6 +137,20 @@ def load_source(source: Path, policy: Policy, *, name: str | None = None,
                             "frontmatter, building it from the file name and first heading")
             raise
     raise UsageError(f"{source} is a special file", hint=SOURCE_HINT, path=str(source))
+
+
+def _refuse_not_an_item(source: Path) -> None:
+    """A directory with neither manifest is said to be no item first, before its files
+    are read and scanned (a plugin folder's .env is not what is wrong with it)."""
+    if any(os.path.lexists(source / manifest) for manifest in (SKILL_FILE, RECIPE_FILE)):
+        return
+    skills = source / "skills"
+    held = sorted(child.name for child in skills.iterdir()
+                  if (child / SKILL_FILE).is_file()) if skills.is_dir() else []
+    hint = (f"it holds skills/ ({', '.join(held[:3])}{', …' if len(held) > 3 else ''}): "
+            f"retain each, e.g. `librarian retain {skills}/*`" if held else SOURCE_HINT)
+    raise UsageError(f"{source} is neither a skill nor a recipe: it holds no {SKILL_FILE} "
+                     f"and no {RECIPE_FILE}", hint=hint, path=str(source))
 
 
 def default_identity(files: Sequence[ItemFile], directory: str | None) -> str | None:

@@ -155,7 +155,7 @@ def check(
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:
-        typer.echo(check_text(report))  # the report is output; the error is one line
+        emit(None, False, check_text(report))  # the report is output; the error is one line
     if not report.ok:
         if as_json:
             raise typer.Exit(2)  # the one document already says ok: false

@@ -87,9 +87,12 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
         old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
         lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
         lines.append(signing_line(signing.get(plan.source)))
-        for item in plan.planned:  # the kept ones are counted, not listed
-            if item.action != "keep" or item.local_edit:
-                lines += _item_lines(item, diff)
+        listed = [item for item in plan.planned  # the kept ones are counted, not listed
+                  if item.action != "keep" or item.local_edit]
+        # One column for the reasons, wide enough for the longest name listed.
+        width = max([NAME_COLUMN, *(len(item.name) for item in listed)])
+        for item in listed:
+            lines += _item_lines(item, diff, width)
         counts = plan.counts()
         lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
         for skipped in plan.skipped:
@@ -97,30 +100,43 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
     return lines
 
 
-def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
+#: The width of the plan's name column, widened to the longest name a plan lists.
+NAME_COLUMN = 28
+
+
+def _item_lines(item: PlannedItem, diff: bool, width: int = NAME_COLUMN) -> list[str]:
     merge = item.merge
     if merge is None or (not merge.clean and not merge.conflicts):
-        return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
-    # only a plan holding a merge pays for these imports (rendering imports what it uses)
-    from librarian.content.patch import tree_diff
+        return [f"  {item.action:<9} {item.name:<{width}} {item.reason}"]
+    # only a plan holding a merge pays for this import (rendering imports what it uses)
     from librarian.store.merge import describe_hunk
 
     if not merge.clean and item.action != "conflict":  # --force took upstream's side
-        return [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+        return [f"  {item.action:<9} {item.name:<{width}} local edit, changed upstream: "
                 f"{len(merge.conflicts)} file(s) conflicted; overwritten after a backup "
                 "(--force)"]
     if not merge.clean:
-        lines = [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+        lines = [f"  {item.action:<9} {item.name:<{width}} local edit, changed upstream: "
                  f"{len(merge.conflicts)} file(s) conflict"]
         for conflict in merge.conflicts:
             lines.append(f"              {conflict.path}: {conflict.detail}")
             lines += [f"                {describe_hunk(h)}" for h in conflict.hunks]
         return lines
-    lines = [f"  {item.action:<9} {item.name:<28} {item.reason}"]
-    if diff and merge.merged is not None:
-        # what the update writes into the work tree: the upstream change on top of yours
-        lines += [f"    {line}" for line in tree_diff(item.library_path, merge.work,
-                                                      merge.merged)]
+    below = " (its patch below)" if diff and merge.merged is not None else ""
+    return [f"  {item.action:<9} {item.name:<{width}} {item.reason}{below}"]
+
+
+def merge_patches(plans: tuple[SourcePlan, ...]) -> list[str]:
+    """What each clean merge writes into the work tree (the upstream change on top of the
+    local edit), as unindented git patches: the output pipes to ``git apply``."""
+    from librarian.content.patch import tree_diff
+
+    lines: list[str] = []
+    for plan in plans:
+        for item in plan.planned:
+            merge = item.merge
+            if merge is not None and merge.clean and merge.merged is not None:
+                lines += tree_diff(item.library_path, merge.work, merge.merged)
     return lines
 
 
@@ -152,6 +168,8 @@ def update_report_text(report: UpdateReport, diff: bool = False) -> str:
     shown = {f"{p.source}: skipped {s.path}: " + "; ".join(s.problems)  # listed above
              for p in report.plans for s in p.skipped}
     lines += [f"warning: {w}" for w in report.warnings if w not in shown]
+    if diff:
+        lines += merge_patches(report.plans)
     return "\n".join(lines)
 
 

@@ -136,7 +136,8 @@ def log(
     from librarian.ops.history import read_log
 
     entries = read_log(current_library(), name, limit)
-    emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
+    emit({"kind": "log", "events": entries} if as_json else None, as_json,
+         log_text(entries) if limit != 0 else None)  # `-n 0` prints nothing, as git
 
 
 @app.command()

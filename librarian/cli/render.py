@@ -201,6 +201,10 @@ def log_text(entries: list[LogEntry]) -> str:
 
 def check_text(report: CheckReport) -> str:
     warnings = [f"warning: {w}" for w in report.warnings]
+    if report.other_warnings:
+        warnings.append(
+            f"{count(report.other_warnings, 'conformance warning')} in items unchanged since "
+            "the last commit: `librarian inspect --verbose` lists them")
     if report.ok:
         return "\n".join([*warnings,
                           f"ok: {count(report.items, 'item')} in the {report.scope} "

@@ -54,8 +54,12 @@ class CheckReport:
     scope: str  # "work tree" | "index"
     items: int
     problems: tuple[str, ...]
-    #: nonconformities items were admitted with (never a failure: strict makes them problems)
+    #: nonconformities of the items changed since HEAD (in the work tree, or staged), and
+    #: the lock's warnings (never a failure: strict makes them problems)
     warnings: tuple[str, ...] = ()
+    #: how many nonconformities the items unchanged since HEAD hold (counted, not
+    #: repeated: `librarian inspect --verbose` lists them)
+    other_warnings: int = 0
 
     @property
     def ok(self) -> bool:
@@ -302,8 +306,15 @@ def check_library(
         seen: dict[str, str] = {}
         warnings: list[str] = []
         digests: dict[str, str] = {}
+        unchanged = _Unchanged(library, store)
+        other = 0
         for path in counted("check", sorted(items)):
-            problems.extend(_check_item(path, items[path], policy, warnings, digests))
+            found: list[str] = []
+            problems.extend(_check_item(path, items[path], policy, found, digests))
+            if found and unchanged(path, digests.get(path)):
+                other += len(found)  # not what this change is about: counted
+            else:
+                warnings.extend(found)
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -315,5 +326,26 @@ def check_library(
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
         warnings.extend(_lock_warnings(locked, digests, items))
+        unchanged.save()
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
-                       tuple(warnings))
+                       tuple(warnings), other)
+
+
+class _Unchanged:
+    """Whether an item's content is HEAD's (judged by digest; HEAD's from the digest cache,
+    by committed tree id, so a warm check reads no committed item)."""
+
+    def __init__(self, library: Library, store: GitStore) -> None:
+        from librarian.store.statcache import DigestCache
+
+        self._store = store
+        self._tree = store.tree_of(store.head())
+        self._digests = DigestCache(library.cache_dir)
+
+    def __call__(self, path: str, digest: str | None) -> bool:
+        entry = self._store.lookup(self._tree, path)
+        return (digest is not None and entry is not None
+                and self._digests.digest(self._store, entry.sha) == digest)
+
+    def save(self) -> None:
+        self._digests.save()

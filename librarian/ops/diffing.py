@@ -6,6 +6,7 @@ from librarian.content.patch import file_diff, tree_diff
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
+from librarian.ops.naming import find_named
 from librarian.ops.status import library_status
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library
@@ -44,7 +45,7 @@ def diff_library(library: Library, name: str | None = None) -> str:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
         if name is not None:
-            item = snapshot.find(name)
+            item = find_named(snapshot, name)
             lines += tree_diff(item.path, _committed_files(store, item.tree),
                                _work_files(library, item.path))
         else:

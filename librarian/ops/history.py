@@ -110,10 +110,12 @@ def _follow(store: GitStore, head: ObjectId | None, name: str) -> _Follow:
 def read_log(
     library: Library, name: str | None = None, limit: int | None = None
 ) -> list[LogEntry]:
-    if limit is not None and limit < 1:
-        raise UsageError(f"-n {limit}: the number of events must be at least 1",
+    if limit is not None and limit < 0:
+        raise UsageError(f"-n {limit}: the number of events cannot be negative",
                          hint="leave out -n for every event")
     entries: list[LogEntry] = []
+    if limit == 0:
+        return entries  # as `git log -n 0`: nothing, and no error
     with library.store() as store:
         head = store.head()
         follow = _follow(store, head, name) if name is not None else None

@@ -16,6 +16,7 @@ from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_state
 from librarian.ops.history import read_log
 from librarian.ops.inventory import ItemInfo, describe
+from librarian.ops.naming import find_named
 from librarian.sources.subscriptions import source_infos
 from librarian.store.library import Item, Library
 from librarian.store.snapshot import Snapshot
@@ -50,7 +51,7 @@ class ItemReport:
 def inspect_item(library: Library, name: str) -> ItemReport:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
-        item = snapshot.find(name)
+        item = find_named(snapshot, name)
         info = describe(snapshot, item, verbose=True)
         work = _work_tree_state(library, item)
         digests = DigestCache(library.cache_dir)

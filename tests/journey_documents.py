@@ -31,6 +31,7 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     run("retain", str(make_skill(sources, "rough")), "--draft")
     run("review")
     run("defer", "rough", "--reason", "later")
+    docs["defer --until"] = run("defer", "rough", "--reason", "later", "--until", "2099-01-02")
     run("promote", "rough")
     run("revise", "tips", str(make_skill(sources / "v2", "tips", body="# Two\n")))
     run("retire", "rough")
@@ -69,6 +70,7 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     run("source list")
     run("outdated", code=10)
     run("update")
+    run("verify")  # an unsigned source: nothing verified
     run("source remove", "team")
     run("discard", "rough", "--reason", "x", code=3)  # an error: rough is retained
     docs["error"] = docs.pop("discard")
@@ -80,7 +82,7 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     run("discard", "draft-two", "--reason", "no")
     run("key generate", str(tmp_path / "key"))
     run("key public", str(tmp_path / "key"))
-    run("verify")
+    run("release", "--key", str(tmp_path / "key"))  # the library publishes itself
     run("export codex-config")
     docs["demo"] = run_main(capsys, "demo", str(tmp_path / "tour"), "--json").json
     return docs

@@ -177,11 +177,11 @@ def verify_text(report: VerifyReport) -> str:
     lines = []
     for s in report.sources:
         if not s.signed:
-            lines.append(f"{s.source}: unsigned (no trust: keys), nothing to verify")
+            lines.append(f"{s.name}: unsigned (no trust: keys), nothing to verify")
         elif not s.installed:
-            lines.append(f"{s.source}: signed, not installed yet")
+            lines.append(f"{s.name}: signed, not installed yet")
         else:
-            lines.append(f"{s.source}: release {s.release} verified: signed by {s.signer}, "
+            lines.append(f"{s.name}: release {s.release} verified: signed by {s.signer}, "
                          f"{s.items} items match" + (" (expired since: the next update "
                                                      "needs a new release)" if s.expired else ""))
     return "\n".join(lines) if lines else "(no sources)"

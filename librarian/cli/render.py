@@ -174,7 +174,7 @@ def log_text(entries: list[LogEntry]) -> str:
 
 
 def check_text(report: CheckReport) -> str:
-    warnings = [f"warning: {w}" for w in report.warnings]
+    warnings = [f"warning: {w}" for w in report.shown_warnings]
     if report.other_warnings:
         warnings.append(
             f"{count(report.other_warnings, 'conformance warning')} in items unchanged since "

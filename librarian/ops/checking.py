@@ -10,6 +10,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import field
 from pathlib import Path
 
 from librarian.content.secretscan import secret_problem
@@ -54,12 +55,14 @@ class CheckReport:
     scope: str  # "work tree" | "index"
     items: int
     problems: tuple[str, ...]
-    #: nonconformities of the items changed since HEAD (in the work tree, or staged), and
-    #: the lock's warnings (never a failure: strict makes them problems)
+    #: nonconformities items were admitted with, and the lock's warnings (never a
+    #: failure: strict makes them problems)
     warnings: tuple[str, ...] = ()
-    #: how many nonconformities the items unchanged since HEAD hold (counted, not
-    #: repeated: `librarian inspect --verbose` lists them)
+    #: how many of ``warnings`` concern items unchanged since HEAD: the text counts them
+    #: rather than repeating them (`librarian inspect --verbose` lists them)
     other_warnings: int = 0
+    #: the rest of ``warnings``, about what is being changed: what the text lists
+    shown_warnings: tuple[str, ...] = field(default=(), metadata={"json": False})
 
     @property
     def ok(self) -> bool:
@@ -307,14 +310,13 @@ def check_library(
         warnings: list[str] = []
         digests: dict[str, str] = {}
         unchanged = _Unchanged(library, store)
-        other = 0
+        shown: list[str] = []
         for path in counted("check", sorted(items)):
             found: list[str] = []
             problems.extend(_check_item(path, items[path], policy, found, digests))
-            if found and unchanged(path, digests.get(path)):
-                other += len(found)  # not what this change is about: counted
-            else:
-                warnings.extend(found)
+            warnings.extend(found)
+            if not (found and unchanged(path, digests.get(path))):
+                shown.extend(found)  # what this change is about; the rest is counted
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -325,10 +327,12 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
-        warnings.extend(_lock_warnings(locked, digests, items))
+        lock_warnings = _lock_warnings(locked, digests, items)
+        warnings.extend(lock_warnings)
+        shown.extend(lock_warnings)
         unchanged.save()
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
-                       tuple(warnings), other)
+                       tuple(warnings), len(warnings) - len(shown), tuple(shown))
 
 
 class _Unchanged:

@@ -6,10 +6,12 @@ help."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from helpers import (
+    VENV_BIN,
     assert_one_error_line,
     cli,
     cli_ok,
@@ -17,6 +19,7 @@ from helpers import (
     git,
     make_recipe,
     make_skill,
+    requires_git,
     run_main,
     skill_md,
     write,
@@ -106,3 +109,20 @@ def test_check_and_the_hook_count_warnings_of_untouched_items(
 def test_export_help_says_print(capsys: Cap) -> None:
     out = run_main(capsys, "export", "--help").out
     assert "Print" in out and "Write" not in out
+
+
+@requires_git
+def test_the_hook_counts_warnings_of_items_the_commit_leaves_alone(
+    capsys: Cap, library: Path, sources: Path
+) -> None:
+    odd = make_skill(sources, "odd", skill_md_bytes=skill_md("other-name"))
+    cli_ok(capsys, library, "retain", str(odd), "--name", "odd")
+    cli_ok(capsys, library, "hooks", "install")
+    (library / "README.md").write_text("# Our library\n")
+    git(library, "add", "README.md")
+    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin",
+           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    done = git(library, "commit", "-m", "readme", env=env)
+    said = (done.stdout + done.stderr).decode()
+    assert "other-name" not in said, said
+    assert "1 conformance warning in items unchanged" in said, said

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from librarian.core.jsonable import with_times
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.runner import start_run
@@ -113,9 +114,10 @@ def call_tool(library: Library, name: str, arguments: Mapping[str, Any] | None,
     """Run the tool ``name`` through the gate (GateRefusal, exit 5, when it refuses)."""
     record = start_run(library, name, raw_arguments(arguments), approve_now=False, cwd=cwd)
     if record.mode == "async" and not record.terminal:
-        document = {"kind": "run_launched", "run_id": record.run_id, "name": record.name,
-                    "status": record.status, "digest": record.digest,
-                    "enforced": record.enforced}
+        document = with_times({"kind": "run_launched", "run_id": record.run_id,
+                               "name": record.name, "status": record.status,
+                               "digest": record.digest, "started": record.started,
+                               "enforced": record.enforced})
         return ToolOutcome(f"launched run {record.run_id} ({record.name}); call "
                            f"wait_run or run_status with run_id {record.run_id}", document,
                            False)
@@ -135,7 +137,8 @@ def outcome(library: Library, record: RunRecord) -> ToolOutcome:
     exit_text = "still " + record.status if not record.terminal else (
         f"{record.status}, exit code {record.exit_code}")
     lines.append(f"--- run {record.run_id}: {exit_text} ---")
-    return ToolOutcome("\n".join(lines), receipt.to_json(),
+    # the moments as every JSON document has them: `started` and `started_at`, …
+    return ToolOutcome("\n".join(lines), with_times(receipt.to_json()),
                        record.terminal and record.status != "succeeded")
 
 

@@ -9,7 +9,9 @@ import typer
 from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
 from librarian.errors import UsageError
 
-export_app = typer.Typer(help="Write configuration for other agents.", no_args_is_help=True)
+export_app = typer.Typer(
+    help="Print configuration for other agents (on stdout; nothing is written).",
+    no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
 
@@ -30,7 +32,7 @@ def mcp(as_json: JsonOpt = False) -> None:
 
 @export_app.command("codex-config")
 def codex_config(as_json: JsonOpt = False) -> None:
-    """The ~/.codex/config.toml entries that hide from Codex what the library hides."""
+    """Print the ~/.codex/config.toml entries that hide from Codex what the library hides."""
     from librarian.agents.codex import codex_config as build
 
     config = build(current_library())

@@ -46,7 +46,9 @@ def current_library() -> Library:
 def emit(value: Any, as_json: bool, human: str | None = None) -> None:
     """Print ``value`` as one JSON document, or the human text."""
     from librarian.cli.render import json_text
+    from librarian.core.progress import finish
 
+    finish()  # no frame of a progress display stays beside the output
     if as_json:
         typer.echo(json_text(value))
     elif human is not None:

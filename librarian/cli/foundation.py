@@ -37,18 +37,27 @@ def init(
 
 @app.command()
 def retain(
-    source: Annotated[Path, typer.Argument(help="A skill or recipe directory, or one .md file.")],
+    sources: Annotated[list[Path], typer.Argument(
+        help="Skill or recipe directories, or .md files: all in one commit, or none.")],
     name: Annotated[str | None, typer.Option("--name", help="Assert the item's name.")] = None,
     draft: Annotated[bool, typer.Option("--draft", help="Admit into drafts/.")] = False,
     evidence: Annotated[str | None, typer.Option("--evidence", help="Why it is kept.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Admit a skill or recipe (create-only), as one commit."""
+    """Admit skills or recipes (create-only), as one commit."""
     from librarian.cli.render import receipt_text
-    from librarian.ops.retention import retain as retain_item
+    from librarian.ops.retention import retain_all
 
-    receipt = retain_item(current_library(), source, name=name, draft=draft, evidence=evidence)
-    emit(receipt, as_json, receipt_text(receipt))
+    receipts = retain_all(current_library(), sources, name=name, draft=draft,
+                          evidence=evidence)
+    if len(receipts) == 1:
+        emit(receipts[0], as_json, receipt_text(receipts[0]))
+        return
+    document = {"kind": "retained_items", "name": None, "path": None, "digest": None,
+                "commit": receipts[0].commit,
+                "warnings": [w for r in receipts for w in r.warnings],
+                "items": [r.to_json() for r in receipts]}
+    emit(document, as_json, "\n".join(receipt_text(r) for r in receipts))
 
 
 @app.command()
@@ -128,7 +137,8 @@ def log(
     from librarian.ops.history import read_log
 
     entries = read_log(current_library(), name, limit)
-    emit({"kind": "log", "events": entries} if as_json else None, as_json, log_text(entries))
+    emit({"kind": "log", "events": entries} if as_json else None, as_json,
+         log_text(entries) if limit != 0 else None)  # `-n 0` prints nothing, as git
 
 
 @app.command()
@@ -147,7 +157,7 @@ def check(
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:
-        typer.echo(check_text(report))  # the report is output; the error is one line
+        emit(None, False, check_text(report))  # the report is output; the error is one line
     if not report.ok:
         if as_json:
             raise typer.Exit(2)  # the one document already says ok: false
@@ -168,12 +178,13 @@ def recover(as_json: JsonOpt = False) -> None:
 def hooks_install(
     force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
 ) -> None:
-    """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
+    """Copy the project's hooks to where git runs them (.git/hooks or core.hooksPath)."""
     from librarian.ops.hooks import install_hooks
 
-    installed = install_hooks(current_library(), force=force)
-    emit({"kind": "hooks", "installed": installed}, as_json,
-          "installed " + ", ".join(installed))
+    done = install_hooks(current_library(), force=force)
+    kept = "".join(f"\n  the hook that was there is kept as {backup}" for backup in done.backups)
+    emit({"kind": "hooks", **jsonable(done)}, as_json,
+         f"installed {', '.join(done.installed)} in {done.path}{kept}")
 
 
 @app.command()

@@ -64,6 +64,30 @@ def library_first(args: list[str]) -> list[str]:
     return moved + out
 
 
+def json_after_command(args: list[str]) -> list[str]:
+    """``--json`` given before the command (``librarian --json status``) moves after it,
+    where each command declares it, as ``--library`` is accepted on either side. Only the
+    global options come before the command: ``--library`` takes the one value skipped."""
+    position, skip, flags = 0, False, []
+    for position, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "--library":
+            skip = True
+        elif arg == "--json":
+            flags.append(position)
+        elif arg == "--" or not arg.startswith("-"):
+            break
+    else:
+        position = len(args)
+    if not flags:
+        return args
+    before = [arg for at, arg in enumerate(args[:position]) if at not in flags]
+    rest = args[position:]
+    end = rest.index("--") if "--" in rest else len(rest)
+    return before + rest[:end] + ["--json"] + rest[end:]
+
+
 def register_commands(args: list[str]) -> None:
     """Register the command module(s) the command line ``args`` needs on ``app``."""
     command, skip = None, False
@@ -195,7 +219,7 @@ def _code_loaded() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the single place where errors become exit codes."""
     _strip_git_environment()
-    args = library_first(sys.argv[1:] if argv is None else argv)
+    args = json_after_command(library_first(sys.argv[1:] if argv is None else argv))
     as_json = "--json" in args
     register_commands(args)
     try:

@@ -5,6 +5,10 @@ phase, and then rich is never imported. The display is redrawn from the command'
 thread (at most every ``REDRAW_SECONDS``), not by rich's refresh thread: with a second
 thread running, long work is not split over two processors (``core.halves``: a fork
 would copy that thread's locks).
+
+The display is taken off the terminal before the command prints (``emit`` and the other
+writers call ``core.progress.finish``): click writes to the terminal's own buffer, past
+rich's redirection of ``sys.stdout``, so a frame left up would stay beside the output.
 """
 
 from __future__ import annotations
@@ -74,8 +78,11 @@ class TerminalReporter:
             self._drawn = now
 
     def close(self) -> None:
+        """Erase the display (rich's ``transient``); called before the command's output
+        (``core.progress.finish``) and again, harmlessly, when the command ends."""
         if self._progress is not None:
             self._progress.stop()
+            self._progress = self._task = None
 
 
 def on_terminal(as_json: bool) -> contextlib.AbstractContextManager[None]:

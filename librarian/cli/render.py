@@ -31,36 +31,10 @@ def to_jsonable(value: Any) -> Any:
 
 
 def json_text(value: Any) -> str:
+    from librarian.core.jsonable import with_times
+
     return json.dumps(with_times(to_jsonable(value)), indent=2, sort_keys=False,
                       ensure_ascii=False)
-
-
-#: Fields holding a moment as Unix seconds. In every JSON document each is whole seconds,
-#: with ``<field>_at`` beside it: the same moment in ISO 8601, UTC (docs/commands.md).
-TIME_FIELDS = frozenset(("time", "started", "ended", "last_used"))
-
-
-def iso_utc(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def with_times(value: Any) -> Any:
-    """``value`` with every time field as whole Unix seconds and its ISO 8601 twin."""
-    if isinstance(value, list):
-        return [with_times(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        if key in TIME_FIELDS and isinstance(item, int | float) and not isinstance(item, bool):
-            out[key] = int(item)
-            out[f"{key}_at"] = iso_utc(item)
-        elif key in TIME_FIELDS and item is None:
-            out[key] = None
-            out[f"{key}_at"] = None
-        else:
-            out[key] = with_times(item)
-    return out
 
 
 def run_json(record: RunRecord) -> dict[str, Any]:
@@ -216,7 +190,11 @@ def log_text(entries: list[LogEntry]) -> str:
 
 
 def check_text(report: CheckReport) -> str:
-    warnings = [f"warning: {w}" for w in report.warnings]
+    warnings = [f"warning: {w}" for w in report.shown_warnings]
+    if report.other_warnings:
+        warnings.append(
+            f"{count(report.other_warnings, 'conformance warning')} in items unchanged since "
+            "the last commit: `librarian inspect --verbose` lists them")
     if report.ok:
         return "\n".join([*warnings,
                           f"ok: {count(report.items, 'item')} in the {report.scope} "

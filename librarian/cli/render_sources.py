@@ -89,9 +89,12 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
         old = plan.old_commit[:12] if plan.old_commit else "(not installed)"
         lines.append(f"{plan.source}: {old} -> {plan.new_commit[:12]} ({plan.url} {plan.ref})")
         lines.append(signing_line(signing.get(plan.source)))
-        for item in plan.planned:  # the kept ones are counted, not listed
-            if item.action != "keep" or item.local_edit:
-                lines += _item_lines(item, diff)
+        listed = [item for item in plan.planned  # the kept ones are counted, not listed
+                  if item.action != "keep" or item.local_edit]
+        # One column for the reasons, wide enough for the longest name listed.
+        width = max([NAME_COLUMN, *(len(item.name) for item in listed)])
+        for item in listed:
+            lines += _item_lines(item, diff, width)
         counts = plan.counts()
         lines.append("  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
         for skipped in plan.skipped:
@@ -99,30 +102,43 @@ def update_plan_lines(plans: tuple[SourcePlan, ...],
     return lines
 
 
-def _item_lines(item: PlannedItem, diff: bool) -> list[str]:
+#: The width of the plan's name column, widened to the longest name a plan lists.
+NAME_COLUMN = 28
+
+
+def _item_lines(item: PlannedItem, diff: bool, width: int = NAME_COLUMN) -> list[str]:
     merge = item.merge
     if merge is None or merge.markers or (not merge.clean and not merge.conflicts):
-        return [f"  {item.action:<9} {item.name:<28} {item.reason}"]
+        return [f"  {item.action:<9} {item.name:<{width}} {item.reason}"]
     # only a plan holding a merge pays for these imports (rendering imports what it uses)
-    from librarian.content.patch import tree_diff
     from librarian.git import describe_hunk
 
     if not merge.clean and item.action != "conflict":  # --force took upstream's side
-        return [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+        return [f"  {item.action:<9} {item.name:<{width}} local edit, changed upstream: "
                 f"{len(merge.conflicts)} file(s) conflicted; overwritten after a backup "
                 "(--force)"]
     if not merge.clean:
-        lines = [f"  {item.action:<9} {item.name:<28} local edit, changed upstream: "
+        lines = [f"  {item.action:<9} {item.name:<{width}} local edit, changed upstream: "
                  f"{len(merge.conflicts)} file(s) conflict"]
         for conflict in merge.conflicts:
             lines.append(f"              {conflict.path}: {conflict.detail}")
             lines += [f"                {describe_hunk(h)}" for h in conflict.hunks]
         return lines
-    lines = [f"  {item.action:<9} {item.name:<28} {item.reason}"]
-    if diff and merge.merged is not None:
-        # what the update writes into the work tree: the upstream change on top of yours
-        lines += [f"    {line}" for line in tree_diff(item.library_path, merge.work,
-                                                      merge.merged)]
+    below = " (its patch below)" if diff and merge.merged is not None else ""
+    return [f"  {item.action:<9} {item.name:<{width}} {item.reason}{below}"]
+
+
+def merge_patches(plans: tuple[SourcePlan, ...]) -> list[str]:
+    """What each clean merge writes into the work tree (the upstream change on top of the
+    local edit), as unindented git patches: the output pipes to ``git apply``."""
+    from librarian.content.patch import tree_diff
+
+    lines: list[str] = []
+    for plan in plans:
+        for item in plan.planned:
+            merge = item.merge
+            if merge is not None and merge.clean and merge.merged is not None:
+                lines += tree_diff(item.library_path, merge.work, merge.merged)
     return lines
 
 
@@ -155,6 +171,8 @@ def update_report_text(report: UpdateReport, diff: bool = False) -> str:
     shown = {f"{p.source}: skipped {s.path}: " + "; ".join(s.problems)  # listed above
              for p in report.plans for s in p.skipped}
     lines += [f"warning: {w}" for w in report.warnings if w not in shown]
+    if diff:
+        lines += merge_patches(report.plans)
     return "\n".join(lines)
 
 
@@ -162,11 +180,11 @@ def verify_text(report: VerifyReport) -> str:
     lines = []
     for s in report.sources:
         if not s.signed:
-            lines.append(f"{s.source}: unsigned (no trust: keys), nothing to verify")
+            lines.append(f"{s.name}: unsigned (no trust: keys), nothing to verify")
         elif not s.installed:
-            lines.append(f"{s.source}: signed, not installed yet")
+            lines.append(f"{s.name}: signed, not installed yet")
         else:
-            lines.append(f"{s.source}: release {s.release} verified: signed by {s.signer}, "
+            lines.append(f"{s.name}: release {s.release} verified: signed by {s.signer}, "
                          f"{s.items} items match" + (" (expired since: the next update "
                                                      "needs a new release)" if s.expired else ""))
     return "\n".join(lines) if lines else "(no sources)"

@@ -134,7 +134,7 @@ def _emit_plan(report: UpdateReport, diff: bool, content: str | None, as_json: b
             document["diff"] = content
         emit(document, True)
     else:
-        typer.echo(update_output_text(report, diff, content))
+        emit(None, False, update_output_text(report, diff, content))
     for refused in report.refused:
         typer.echo(error_line(refused.error, refused.hint), err=True)
     if report.refused:

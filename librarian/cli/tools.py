@@ -150,13 +150,18 @@ def run(
         raise typer.Exit(code)
 
 
+#: How many of the newest runs ``runs --prune`` keeps when ``--keep`` is not given.
+DEFAULT_KEEP = 50
+
+
 @app.command()
 def runs(
     prune: Annotated[bool, typer.Option(
         "--prune", help="Delete the records of finished runs beyond the newest --keep.")]
     = False,
-    keep: Annotated[int, typer.Option(
-        "--keep", help="With --prune: how many of the newest runs to keep.")] = 50,
+    keep: Annotated[int | None, typer.Option(
+        "--keep", help="With --prune: how many of the newest runs to keep (default 50).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recorded runs with their status, newest first (or --prune the old ones)."""
@@ -164,10 +169,15 @@ def runs(
     from librarian.gate.prune import prune_runs
     from librarian.gate.runs import list_runs
 
+    if keep is not None and not prune:
+        # git-like: an option that only means something with another is refused without it
+        raise UsageError("--keep is how many runs --prune keeps; without --prune it does "
+                         "nothing", hint=f"librarian runs --prune --keep {keep}")
     library = current_library()
     if prune:
-        pruned = prune_runs(library, keep)
-        emit({"kind": "runs_pruned", "pruned": [run_json(r) for r in pruned], "kept": keep},
+        kept = DEFAULT_KEEP if keep is None else keep
+        pruned = prune_runs(library, kept)
+        emit({"kind": "runs_pruned", "pruned": [run_json(r) for r in pruned], "kept": kept},
              as_json, pruned_text(pruned))
         return
     records = list_runs(library)

@@ -124,15 +124,20 @@ def secret_problem(path: str, data: bytes, allowed: frozenset[str] = frozenset()
     return None if match is None else match.reason
 
 
+#: Only the committed library.yaml applies: an edit left uncommitted allows nothing.
+COMMIT_POLICY = "then commit library.yaml (only its committed policy applies)"
+
+
 def secret_refusal(path: str, data: bytes, allowed: tuple[str, ...]) -> str | None:
     """The refusal for the first match not allowed, with the policy line that would allow
-    exactly it, ready to paste into library.yaml; None when nothing (else) matches."""
+    exactly it, ready to paste into library.yaml (and the reminder to commit it); None
+    when nothing (else) matches."""
     allowing = frozenset(allowed)
     for match in secret_matches(path, data):
         if match.fingerprint not in allowing:
             return (f"{path}: looks like a secret ({match.reason}); if it is not one, allow "
                     f"exactly this match in library.yaml: policy: {{allowed_secrets: "
-                    f"[{match.fingerprint}]}}")
+                    f"[{match.fingerprint}]}}, {COMMIT_POLICY}")
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from librarian.core.markers import MARKER_OURS, MARKERS_PROBLEM, has_markers
 from librarian.core.model import MANIFEST_FILES, ItemFile, ItemKind, Policy
 from librarian.core.names import check_name, name_problem
 from librarian.errors import UsageError, ValidationError
+from librarian.formats.capture import captured_skill_md, needs_frontmatter, slug
 from librarian.formats.recipe import RECIPE_FILE, parse_recipe
 from librarian.formats.skillmd import (
     SKILL_FILE,
@@ -96,15 +98,19 @@ def validate_item(
     )
 
 
-def load_source(source: Path, policy: Policy, *, name: str | None = None) -> ItemContent:
+def load_source(source: Path, policy: Policy, *, name: str | None = None,
+                capture: bool = False) -> ItemContent:
     """An item from a directory, or from one .md file that becomes the item's SKILL.md.
     It is named ``name``, else by its manifest's name when that is a valid name, else by
     the source directory's name; then judged as ``check`` judges the item in its library
-    directory of that name (spec §2: the item's identity is its directory)."""
+    directory of that name (spec §2: the item's identity is its directory). With
+    ``capture`` (a draft), a .md file without frontmatter gets one built from its file
+    name and first heading (``formats/capture.py``)."""
     if name is not None:
         check_name(name)
     st = stat_source(source)
     if stat.S_ISDIR(st.st_mode):
+        _refuse_not_an_item(source)
         files = read_source_dir(source, policy)
         identity = name or default_identity(files, source.name)
         return validate_item(files, policy, expected_name=identity, where=str(source))
@@ -116,11 +122,38 @@ def load_source(source: Path, policy: Policy, *, name: str | None = None) -> Ite
                 path=str(source),
             )
         data = read_source_file(source, st, policy)
+        if capture and needs_frontmatter(data):
+            name = name or slug(source.stem)
+            if not name:
+                raise UsageError(f"{source}: no item name can be made from the file name",
+                                 hint="give one with --name", path=str(source))
+            data = captured_skill_md(data, name)
         # The file's bytes become SKILL.md exactly; its executable bit is not content here.
         files = (ItemFile(SKILL_FILE, False, data),)
-        return validate_item(files, policy, expected_name=name or default_identity(files, None),
-                             where=str(source))
+        try:
+            return validate_item(files, policy,
+                                 expected_name=name or default_identity(files, None),
+                                 where=str(source))
+        except ValidationError as exc:
+            if exc.hint is None and needs_frontmatter(data):
+                exc.hint = (f"`librarian retain {source} --draft` captures a note without "
+                            "frontmatter, building it from the file name and first heading")
+            raise
     raise UsageError(f"{source} is a special file", hint=SOURCE_HINT, path=str(source))
+
+
+def _refuse_not_an_item(source: Path) -> None:
+    """A directory with neither manifest is said to be no item first, before its files
+    are read and scanned (a plugin folder's .env is not what is wrong with it)."""
+    if any(os.path.lexists(source / manifest) for manifest in (SKILL_FILE, RECIPE_FILE)):
+        return
+    skills = source / "skills"
+    held = sorted(child.name for child in skills.iterdir()
+                  if (child / SKILL_FILE).is_file()) if skills.is_dir() else []
+    hint = (f"it holds skills/ ({', '.join(held[:3])}{', …' if len(held) > 3 else ''}): "
+            f"retain each, e.g. `librarian retain {skills}/*`" if held else SOURCE_HINT)
+    raise UsageError(f"{source} is neither a skill nor a recipe: it holds no {SKILL_FILE} "
+                     f"and no {RECIPE_FILE}", hint=hint, path=str(source))
 
 
 def default_identity(files: Sequence[ItemFile], directory: str | None) -> str | None:

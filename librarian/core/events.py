@@ -30,6 +30,10 @@ class Event:
                 return value
         return None
 
+    def values(self, key: str) -> list[str]:
+        """Every value of ``key``, in order (a sequence field repeats its key)."""
+        return [value for name, value in self.trailers if name == key]
+
     @property
     def kind(self) -> str | None:
         return self.get("Librarian-Event")

@@ -54,6 +54,14 @@ def advance(count: int = 1) -> None:
         reporter.advance(count)
 
 
+def finish() -> None:
+    """The work is done and the command's output follows: the display leaves the terminal
+    now, so no frame of it stays above or beside that output (a later phase draws anew)."""
+    reporter = _current.get()
+    if reporter is not None:
+        reporter.close()
+
+
 def note(text: str) -> None:
     """A line of detail for the current phase (e.g. the server's fetch messages)."""
     reporter = _current.get()

@@ -96,10 +96,47 @@ def _flat_mapping(text: str) -> dict[str, object] | None:
     return document or None
 
 
+class DuplicateKey(Exception):
+    """A mapping of the document holds one key twice (raised by the strict loader)."""
+
+    def __init__(self, key: object, first: int, second: int) -> None:
+        super().__init__(key, first, second)
+        self.key, self.first, self.second = key, first, second
+
+
+_strict: Any = None
+
+
 def _loader() -> Any:
+    """PyYAML's safe loader (libyaml's when present) that refuses a key given twice in one
+    mapping: PyYAML keeps the last one silently, so a second ``agents:`` block would
+    replace the policy a reviewer read in the first."""
+    global _strict
+    if _strict is not None:
+        return _strict
     import yaml  # start-up cost: see the module docstring
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[object, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # `<<: *base`: explicit keys override merged ones
+                    key = self.construct_object(key_node, deep=True)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise DuplicateKey(key, seen[key], line)
+                        seen[key] = line
+                    except TypeError:
+                        continue  # an unhashable key: the base constructor refuses it
+            return super().construct_mapping(node, deep)
+
+    _strict = StrictLoader
+    return _strict
 
 
 def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
@@ -122,6 +159,11 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
         if problem is not None:
             raise UsageError(f"{what} {problem}", path=what)
         return yaml.load(data, Loader=_loader())  # noqa: S506 - a safe loader
+    except DuplicateKey as exc:
+        raise UsageError(
+            f"{what} holds the key {exc.key!r} twice (lines {exc.first} and {exc.second}); "
+            "only one may apply", hint="merge the two into one, then retry",
+            path=what) from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).
         detail = " ".join(str(exc).split())

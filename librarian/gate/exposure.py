@@ -82,6 +82,14 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
             if existing.digest == digest:
                 raise UsageError(f"tool {tool} already pins the current digest of {item.path}",
                                  hint="nothing to refresh")
+        elif existing is not None and existing.recipe == item.path and (
+                existing.digest == digest):
+            # Exposed already, as asked: nothing to change (as `hide` of a hidden skill).
+            return _exposure_receipt(library, tool, item.path, item.tree, manifest, digest,
+                                     None, existing.digest, refresh,
+                                     best_effort=tx.base.config.best_effort, note=(
+                                         f"tool {tool} already exposes {item.path} at this "
+                                         "digest; nothing changed"))
         elif existing is not None:
             stale = existing.recipe == item.path and existing.digest != digest
             raise ConflictError(
@@ -102,23 +110,38 @@ def expose(library: Library, recipe: str, *, as_tool: str | None = None,
         tx.put_file(TOOLS_FILE, dump_tools(tools))
         result = tx.commit(f"{verb} tool {tool} ({item.path})", trailers(
             "expose", tool=tool, item=item.path, digest=digest))
-    callable_now, reason = prove_callable(library, item.path, item.tree, manifest,
+    return _exposure_receipt(library, tool, item.path, item.tree, manifest, digest,
+                             result.commit, existing.digest if existing else None, refresh,
+                             best_effort=best_effort)
+
+
+def _exposure_receipt(library: Library, tool: str, path: str, tree: ObjectId,
+                      manifest: RecipeManifest, digest: str, commit: str | None,
+                      previous: str | None, refresh: bool, *, best_effort: bool,
+                      note: str | None = None) -> ExposureReceipt:
+    approved = is_approved(library, path, digest)
+    callable_now, reason = prove_callable(library, path, tree, manifest,
                                           best_effort=best_effort)
+    if callable_now and not approved:
+        # `run` would refuse it (exit 5) until someone approves this digest.
+        callable_now, reason = False, (
+            f"its digest is not approved yet: review it with `librarian approve {tool}`")
     return ExposureReceipt(
         kind="exposed_tool",
         name=tool,
-        path=item.path,
+        path=path,
         digest=digest,
-        commit=result.commit,
+        commit=commit,
         details={
             "refreshed": refresh,
-            "previous_digest": existing.digest if existing is not None else None,
+            "previous_digest": previous,
             "execution": manifest.execution,
             "environment": manifest.environment,
-            "approved": is_approved(library, item.path, digest),
+            "approved": approved,
         },
         callable_now=callable_now,
         reason=reason,
+        note=note,
     )
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from librarian.git.revparse import walk_history as walk_history
     from librarian.git.revparse import walk_log as walk_log
     from librarian.git.settings import core_worktree as core_worktree
+    from librarian.git.settings import hooks_path as hooks_path
     from librarian.git.settings import is_branch_ref as is_branch_ref
     from librarian.git.tags import dirty_paths as dirty_paths
     from librarian.git.tags import remote_head as remote_head
@@ -76,6 +77,7 @@ __getattr__ = lazy_exports(__name__, {
     "entry_changes": "trees",
     "entry_set": "rawtree",
     "fetch_ref": "remote",
+    "hooks_path": "settings",
     "is_branch_ref": "settings",
     "known_clean": "indexmemo",
     "make_tree": "trees",

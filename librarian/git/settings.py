@@ -1,12 +1,13 @@
 """The few things librarian asks of git's own rules and configuration: whether a name is a
-branch git would accept, and a repository's ``core.worktree``. Over dulwich, so that the
-layers above never import it."""
+branch git would accept, a repository's ``core.worktree`` and ``core.hooksPath``. Over
+dulwich, so that the layers above never import it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from dulwich.config import ConfigFile
+from dulwich.config import ConfigFile, StackedConfig
 from dulwich.refs import Ref, check_ref_format
 
 
@@ -25,4 +26,25 @@ def core_worktree(git_dir: Path) -> str | None:
             return config.get((b"core",), b"worktree").decode("utf-8", "replace")
     except (OSError, ValueError, KeyError):
         return None
+    return None
+
+
+def hooks_path(git_dir: Path) -> str | None:
+    """``core.hooksPath`` as git sees it for the repository at ``git_dir`` (its own config,
+    then the user's and the system's), or None."""
+    configs = []
+    try:
+        configs.append(ConfigFile.from_path(str(git_dir / "config")))
+    except (OSError, ValueError):
+        pass
+    try:
+        configs += StackedConfig.default_backends()
+    except (OSError, ValueError):
+        pass
+    for config in configs:
+        try:
+            value = config.get((b"core",), b"hookspath")
+        except KeyError:
+            continue
+        return os.fsdecode(value) if value else None
     return None

@@ -14,6 +14,9 @@ from librarian.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from librarian.library.generated import GeneratedFiles as GeneratedFiles
+    from librarian.library.guard import (
+        refuse_committed_non_directory as refuse_committed_non_directory,
+    )
     from librarian.library.guard import refuse_linked_paths as refuse_linked_paths
     from librarian.library.guard import refuse_linked_state as refuse_linked_state
     from librarian.library.guard import refuse_unsafe_library as refuse_unsafe_library
@@ -40,6 +43,7 @@ __getattr__ = lazy_exports(__name__, {
     "head_policy": "snapshot",
     "is_library": "layout",
     "item_kind": "layout",
+    "refuse_committed_non_directory": "guard",
     "refuse_linked_paths": "guard",
     "refuse_linked_state": "guard",
     "refuse_unsafe_library": "guard",

@@ -21,11 +21,12 @@ from pathlib import Path
 from librarian.core.gitpaths import visible
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
 from librarian.errors import UsageError
+from librarian.formats.claude_plugin import PLUGIN_DIR
 from librarian.git import core_worktree
 
 #: Top-level entries librarian writes into (the folders and the committed files).
 WRITTEN_TOP = (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR, "library.yaml", "tools.yaml",
-               "librarian.lock", ".gitattributes")
+               "librarian.lock", ".gitattributes", PLUGIN_DIR)
 #: Entries of ``.git/librarian`` whose children are also checked.
 STATE_FOLDERS = ("stage", "trash", "cache", "runs")
 #: Those that reading commands open (checked before they read, without the lock): a
@@ -98,6 +99,18 @@ def refuse_linked_paths(root: Path, paths: Iterable[str]) -> None:
                 there = present[partial] = _real_entry(root / partial, partial)
             if not there:
                 break
+
+
+def refuse_committed_non_directory(name: str, mode: int | None) -> None:
+    """A top-level directory librarian writes into (``.claude-plugin``) committed as a
+    symbolic link or a file: refused before anything is written, naming it."""
+    if mode is None or stat.S_ISDIR(mode):
+        return
+    what = "a symbolic link" if stat.S_ISLNK(mode) else "a file"
+    raise UsageError(f"{name} is committed as {what}; librarian writes files into it "
+                     "and never through a link",
+                     hint=f"replace it with a real directory (git rm {name}; commit), then "
+                     "retry: the next change writes its manifests")
 
 
 def _real_entry(path: Path, shown: str) -> bool:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 _Value = TypeVar("_Value")
 #: The memo of parsed configuration documents, by blob id: a few versions of two files.
-DOCUMENTS_MEMO = "yaml-documents"
+DOCUMENTS_MEMO = "yaml-documents-strict"  # not the memo of a loader keeping duplicate keys
 _DOCUMENTS_LIMIT = 16
 
 

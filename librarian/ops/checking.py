@@ -10,6 +10,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import field
 from pathlib import Path
 
 from librarian.content.secretscan import secret_problem
@@ -52,8 +53,14 @@ class CheckReport:
     scope: str  # "work tree" | "index"
     items: int
     problems: tuple[str, ...]
-    #: nonconformities items were admitted with (never a failure: strict makes them problems)
+    #: nonconformities items were admitted with, and the lock's warnings (never a
+    #: failure: strict makes them problems)
     warnings: tuple[str, ...] = ()
+    #: how many of ``warnings`` concern items unchanged since HEAD: the text counts them
+    #: rather than repeating them (`librarian inspect --verbose` lists them)
+    other_warnings: int = 0
+    #: the rest of ``warnings``, about what is being changed: what the text lists
+    shown_warnings: tuple[str, ...] = field(default=(), metadata={"json": False})
 
     @property
     def ok(self) -> bool:
@@ -295,14 +302,20 @@ def check_library(
             problems.extend(_file_problems(entry, frozenset(policy.allowed_secrets)))
         skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
         for maker in library.generated:  # the files the library generates (library/generated.py)
-            found = {e[0]: e[2]() for e in entries if e[0] in maker.paths}
+            generated = {e[0]: e[2]() for e in entries if e[0] in maker.paths}
             expected = None if staged else maker.expected(store, store.tree_of(store.head()))
-            problems.extend(maker.problems(found, expected, skill_dirs))
+            problems.extend(maker.problems(generated, expected, skill_dirs))
         seen: dict[str, str] = {}
         warnings: list[str] = []
         digests: dict[str, str] = {}
+        unchanged = _Unchanged(library, store)
+        shown: list[str] = []
         for path in counted("check", sorted(items)):
-            problems.extend(_check_item(path, items[path], policy, warnings, digests))
+            found: list[str] = []
+            problems.extend(_check_item(path, items[path], policy, found, digests))
+            warnings.extend(found)
+            if not (found and unchanged(path, digests.get(path))):
+                shown.extend(found)  # what this change is about; the rest is counted
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -313,6 +326,29 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
-        warnings.extend(_lock_warnings(locked, digests, items))
+        lock_warnings = _lock_warnings(locked, digests, items)
+        warnings.extend(lock_warnings)
+        shown.extend(lock_warnings)
+        unchanged.save()
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
-                       tuple(warnings))
+                       tuple(warnings), len(warnings) - len(shown), tuple(shown))
+
+
+class _Unchanged:
+    """Whether an item's content is HEAD's (judged by digest; HEAD's from the digest cache,
+    by committed tree id, so a warm check reads no committed item)."""
+
+    def __init__(self, library: Library, store: GitStore) -> None:
+        from librarian.cache import DigestCache
+
+        self._store = store
+        self._tree = store.tree_of(store.head())
+        self._digests = DigestCache(library.cache_dir)
+
+    def __call__(self, path: str, digest: str | None) -> bool:
+        entry = self._store.lookup(self._tree, path)
+        return (digest is not None and entry is not None
+                and self._digests.digest(self._store, entry.sha) == digest)
+
+    def save(self) -> None:
+        self._digests.save()

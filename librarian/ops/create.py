@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -20,6 +22,20 @@ from librarian.txn import FileChange, Transaction
 
 #: Template entries that are material for demos and tests, not part of a new library.
 _NOT_COPIED = {"examples"}
+
+
+#: Why a directory cannot hold a library: a parent that is a file or missing on a virtual
+#: file system (/proc), no permission, a read-only file system. Bad input, not a bug.
+_NOT_WRITABLE = frozenset({errno.ENOTDIR, errno.ENOENT, errno.EACCES, errno.EPERM,
+                           errno.EROFS, errno.EEXIST, errno.EISDIR})
+
+
+def _cannot_write(root: Path, exc: OSError) -> UsageError:
+    """The one line for a directory a library cannot be created in."""
+    where = os.fsdecode(exc.filename) if exc.filename else str(root)
+    detail = f" ({where})" if where != str(root) else ""
+    return UsageError(f"cannot create a library at {root}: {exc.strerror or exc}{detail}",
+                      hint="choose a directory you can write to", path=str(root))
 
 
 def default_name(path: Path) -> str:
@@ -55,7 +71,10 @@ def init_library(path: Path, name: str | None = None,
     library_name = check_name(name, "library name") if name is not None else default_name(root)
     changes = _template_files(library_name)
     created_root = not root.exists()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(root, exc) from None
     try:
         GitStore.initialise(root).close()
         library = Library(root, generated)
@@ -66,13 +85,15 @@ def init_library(path: Path, name: str | None = None,
                                trailers("init", library=library_name))
         for directory in (*KIND_DIRS.values(), DRAFTS_DIR, SOURCES_DIR):
             (root / directory).mkdir(exist_ok=True)
-    except BaseException:
+    except BaseException as exc:
         # Nothing half-made stays behind: the directory was new or empty.
         if created_root:
             shutil.rmtree(root, ignore_errors=True)
         else:
             for child in root.iterdir():
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE:
+            raise _cannot_write(root, exc) from None
         raise
     return Receipt(
         kind="library",

@@ -8,6 +8,7 @@ from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
 from librarian.git import GitStore, ObjectId
 from librarian.library import Library, Snapshot
+from librarian.ops.naming import find_named
 from librarian.ops.status import library_status
 
 
@@ -43,7 +44,7 @@ def diff_library(library: Library, name: str | None = None) -> str:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
         if name is not None:
-            item = snapshot.find(name)
+            item = find_named(snapshot, name)
             lines += tree_diff(item.path, _committed_files(store, item.tree),
                                _work_files(library, item.path))
         else:

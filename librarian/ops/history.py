@@ -37,6 +37,14 @@ class LogEntry:
     def values(self, *keys: str) -> list[str]:
         return [v for k, v in self.trailers if k in keys]
 
+    def trailer_of(self, path: str, key: str) -> str | None:
+        """``key``'s value for the item at ``path``: an event about several items (``retain
+        A B``) repeats ``Librarian-Item`` and its ``-Kind`` and ``-Digest`` in step."""
+        items, values = self.values("Librarian-Item"), self.values(key)
+        if path in items and len(values) == len(items) > 1:
+            return values[items.index(path)]
+        return self.trailer(key)
+
 
 def item_name_of(path: str) -> str:
     """The name a user types for a library path: ``skills/pdf`` -> ``pdf``,
@@ -101,10 +109,12 @@ def _follow(store: GitStore, head: ObjectId | None, name: str) -> _Follow:
 def read_log(
     library: Library, name: str | None = None, limit: int | None = None
 ) -> list[LogEntry]:
-    if limit is not None and limit < 1:
-        raise UsageError(f"-n {limit}: the number of events must be at least 1",
+    if limit is not None and limit < 0:
+        raise UsageError(f"-n {limit}: the number of events cannot be negative",
                          hint="leave out -n for every event")
     entries: list[LogEntry] = []
+    if limit == 0:
+        return entries  # as `git log -n 0`: nothing, and no error
     with library.store() as store:
         head = store.head()
         follow = _follow(store, head, name) if name is not None else None

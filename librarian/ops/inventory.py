@@ -140,9 +140,8 @@ def inspect_library(
 def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
     latest: dict[str, LogEntry] = {}
     for entry in read_log(library):
-        path = entry.trailer("Librarian-Item")
-        if path is not None and path not in latest:
-            latest[path] = entry
+        for path in entry.values("Librarian-Item"):
+            latest.setdefault(path, entry)
     out = []
     for info in items:
         last = latest.get(info.path)

@@ -19,6 +19,7 @@ from librarian.gate.tools import tool_state
 from librarian.library import Item, Library, Snapshot, summarize
 from librarian.ops.history import read_log
 from librarian.ops.inventory import ItemInfo, describe
+from librarian.ops.naming import find_named
 from librarian.sources.subscriptions import source_infos
 
 
@@ -54,7 +55,8 @@ def inspect_item(library: Library, name: str) -> ItemReport:
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
         tool = snapshot.tools.get(name)  # a tool's name: its recipe
-        item = snapshot.find(name if tool is None or snapshot.taken_by(name) else tool.recipe)
+        item = find_named(snapshot, name if tool is None or snapshot.taken_by(name)
+                          else tool.recipe)
         info = describe(snapshot, item, verbose=True)
         work = _work_tree_state(library, item)
         digests = DigestCache(library.cache_dir)
@@ -67,7 +69,7 @@ def inspect_item(library: Library, name: str) -> ItemReport:
                                 if item.kind == "recipe" else (None, ()))
     revisions = tuple(
         {"event": e.event, "commit": e.commit, "time": e.time, "author": e.author,
-         "subject": e.subject, "digest": e.trailer("Librarian-Digest")}
+         "subject": e.subject, "digest": e.trailer_of(item.path, "Librarian-Digest")}
         for e in read_log(library, item.path))
     approvals: tuple[dict[str, Any], ...] = ()
     usage = None

@@ -16,7 +16,7 @@ from librarian.cache import DigestCache
 from librarian.core.events import trailers
 from librarian.core.model import KIND_DIRS
 from librarian.core.receipts import Receipt
-from librarian.errors import ConflictError, LibrarianError, UsageError
+from librarian.errors import ConflictError, LibrarianError, UsageError, ValidationError
 from librarian.git import ObjectId
 from librarian.library import Item, Library, Snapshot
 from librarian.ops.retention import evidence_text
@@ -75,6 +75,14 @@ def promote(library: Library, name: str, *, evidence: str | None = None) -> Rece
     with Transaction(library) as tx:
         draft = require(tx.base, name, "draft", "promote")
         content = tx.base.content(draft)
+        if content.warnings:
+            # A draft is a capture; a retained skill is what agents are shown: it must
+            # conform to the Agent Skills format.
+            raise ValidationError(
+                f"{draft.path}: promote needs a conforming {content.kind}: "
+                + "; ".join(content.warnings), problems=content.warnings,
+                hint=f"fix the draft and `librarian revise {name} SOURCE`, then promote",
+                path=draft.path)
         target = f"{KIND_DIRS[content.kind]}/{content.name}"
         existing = tx.base.taken_by(content.name)
         if existing not in (None, draft.path):

@@ -1,8 +1,10 @@
-"""``retain``: create-only admission of a skill or recipe, as one retention event."""
+"""``retain``: create-only admission of skills and recipes, as one retention event (one
+commit, however many items)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from librarian.content.validate import load_source, validate_item
@@ -75,17 +77,79 @@ def retain(
     draft: bool = False,
     evidence: str | None = None,
 ) -> Receipt:
+    return retain_all(library, [source], name=name, draft=draft, evidence=evidence)[0]
+
+
+def retain_all(
+    library: Library,
+    sources: Sequence[Path],
+    *,
+    name: str | None = None,
+    draft: bool = False,
+    evidence: str | None = None,
+) -> tuple[Receipt, ...]:
+    """Admit every source in ONE commit, as a package manager installs several packages:
+    all are judged first, and one refused (invalid, a name taken, two of one name) leaves
+    the library as it was. ``name`` asserts the name of the one source."""
+    if name is not None and len(sources) != 1:
+        raise UsageError("--name names one item; retain several sources without it")
     # Judged before the lock is taken (reading and scanning a large source takes time a
     # concurrent writer would spend waiting); judged again only if the committed policy
     # moved in between.
     policy = head_policy(library)
-    content = load_source(source, policy, name=name)
+    contents = [load_source(source, policy, name=name, capture=draft) for source in sources]
     with Transaction(library) as tx:
         if tx.base.policy != policy:
-            content = load_source(source, tx.base.policy, name=name)
-        item_path, draft, adopt = _place(library, source, content, draft)
-        result = _admit(tx, content, draft, evidence, item_path, adopt=adopt)
-    return _receipt(library, content, draft, result.commit, item_path, in_place=adopt)
+            contents = [load_source(source, tx.base.policy, name=name, capture=draft)
+                        for source in sources]
+        placed = []
+        for source, content in zip(sources, contents, strict=True):
+            item_path, as_draft, adopt = _place(library, source, content, draft)
+            placed.append((content, item_path, as_draft, adopt))
+        _refuse_twice([content for content, *_ in placed], sources)
+        if len(placed) == 1:
+            content, item_path, as_draft, adopt = placed[0]
+            commit = _admit(tx, content, as_draft, evidence, item_path, adopt=adopt).commit
+        else:
+            commit = _admit_all(tx, placed, evidence).commit
+    return tuple(_receipt(library, content, as_draft, commit, item_path, in_place=adopt)
+                 for content, item_path, as_draft, adopt in placed)
+
+
+def _refuse_twice(contents: Sequence[ItemContent], sources: Sequence[Path]) -> None:
+    seen: dict[str, Path] = {}
+    for content, source in zip(contents, sources, strict=True):
+        if content.name in seen:
+            raise UsageError(f"{seen[content.name]} and {source} are both the item "
+                             f"{content.name!r}; nothing was retained",
+                             hint="retain one of them, or give the other another name")
+        seen[content.name] = source
+
+
+def _admit_all(tx: Transaction, placed: Sequence[tuple[ItemContent, str, bool, bool]],
+               evidence: str | None) -> CommitResult:
+    """Several items, one commit: ``Librarian-Item``, ``-Kind`` and ``-Digest`` repeat in
+    step, one of each per item, in the order given."""
+    for content, item_path, _, adopt in placed:
+        _refuse_taken(tx, content)
+        if adopt:
+            tx.adopt_dir(item_path, content.files)
+        else:
+            tx.put_dir(item_path, content.files)
+    names = ", ".join(content.name for content, *_ in placed)
+    return tx.commit(f"retain {len(placed)} items: {names}", trailers(
+        "retain", item=[p for _, p, _, _ in placed], kind=[c.kind for c, *_ in placed],
+        digest=[c.digest for c, *_ in placed], evidence=evidence_text(evidence)))
+
+
+def _refuse_taken(tx: Transaction, content: ItemContent) -> None:
+    existing = tx.base.taken_by(content.name)
+    if existing is not None:
+        raise ConflictError(
+            f"the name {content.name!r} is taken by {existing}",
+            hint="retain never overwrites: use `librarian revise` for a new revision, "
+            "or choose another name",
+        )
 
 
 def retain_files(library: Library, files: tuple[ItemFile, ...], *, name: str,
@@ -103,13 +167,7 @@ def retain_files(library: Library, files: tuple[ItemFile, ...], *, name: str,
 
 def _admit(tx: Transaction, content: ItemContent, draft: bool, evidence: str | None,
            item_path: str, *, adopt: bool = False) -> CommitResult:
-    existing = tx.base.taken_by(content.name)
-    if existing is not None:
-        raise ConflictError(
-            f"the name {content.name!r} is taken by {existing}",
-            hint="retain never overwrites: use `librarian revise` for a new revision, "
-            "or choose another name",
-        )
+    _refuse_taken(tx, content)
     what = f"draft {content.kind}" if draft else content.kind
     if adopt:
         tx.adopt_dir(item_path, content.files)  # exactly what was validated, in place

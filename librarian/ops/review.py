@@ -70,21 +70,24 @@ def review_drafts(
         pending = len(found)
         for info in walk_log(store, base) if pending else ():
             event = parse_message(info.message)
-            path = event.get("Librarian-Item") if event is not None else None
-            state = found.get(path) if path is not None else None
-            if event is None or state is None or state.done:
+            if event is None:
                 continue
-            if event.kind == "defer" and state.decision is None:
-                state.decision = Decision(
-                    "defer", info.id.decode(), info.time, event.get("Librarian-Reason"),
-                    event.get("Librarian-Until"), event.get("Librarian-Evidence"))
-            elif event.kind == "retain":
-                # Admission: decisions older than this were about an earlier draft.
-                state.admitted, state.evidence, state.done = (
-                    info.time, event.get("Librarian-Evidence"), True)
-                pending -= 1
-                if not pending:
-                    break
+            # A retain of several items names each (``Librarian-Item`` repeats).
+            for path in event.values("Librarian-Item"):
+                state = found.get(path)
+                if state is None or state.done:
+                    continue
+                if event.kind == "defer" and state.decision is None:
+                    state.decision = Decision(
+                        "defer", info.id.decode(), info.time, event.get("Librarian-Reason"),
+                        event.get("Librarian-Until"), event.get("Librarian-Evidence"))
+                elif event.kind == "retain":
+                    # Admission: decisions older than this were about an earlier draft.
+                    state.admitted, state.evidence, state.done = (
+                        info.time, event.get("Librarian-Evidence"), True)
+                    pending -= 1
+            if not pending:
+                break
         digests = DigestCache(library.cache_dir)
         entries = [_entry(store_digest(digests, store, d), d, found[d.path], moment, day)
                    for d in drafts]

@@ -11,7 +11,7 @@ from pathlib import Path
 from librarian.content.validate import load_source
 from librarian.core.events import trailers
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES, ItemKind
-from librarian.core.names import check_name
+from librarian.core.names import check_name, name_problem
 from librarian.core.receipts import Receipt
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import TOOLS_FILE
@@ -105,7 +105,11 @@ def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt
     """Remove a retained item in one commit; refused while a tool exposes it."""
     why = reason_text(reason, required=False)
     with Transaction(library) as tx:
-        item = require(tx.base, name, "retained", "retire")
+        try:
+            item = require(tx.base, name, "retained", "retire")
+        except UsageError:
+            _refuse_retired_again(tx.base, name)
+            raise
         tools = exposing_tools(_tools_by_recipe(tx.base), item.path)
         if tools:
             raise ConflictError(
@@ -130,6 +134,19 @@ def retire(library: Library, name: str, *, reason: str | None = None) -> Receipt
         details=details,
         reason=why,
     )
+
+
+def _refuse_retired_again(snapshot: Snapshot, name: str) -> None:
+    """A name no item has, that a retained item had: it was retired already; say so and
+    point at ``restore`` (nothing when the history never held it)."""
+    if name_problem(name) is not None:
+        return
+    try:
+        commit, kind, _ = _find_previous(snapshot.store, snapshot.commit, name, None)
+    except UsageError:
+        return
+    raise UsageError(f"{name} is already retired (the {kind} was last retained at "
+                     f"{commit[:12]})", hint=f"bring it back with `librarian restore {name}`")
 
 
 def _retained_at(

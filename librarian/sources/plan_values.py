@@ -150,11 +150,12 @@ class SourcePlan:
 
 def plan_fields(plan: SourcePlan) -> dict[str, object]:
     """The plan as its fields would read with every item in ``items`` (the plan an error's
-    ``--json`` document carries)."""
+    ``--json`` document carries): the keys of a plan in ``update --json``, one shape for
+    one field name."""
     return {"source": plan.source, "url": plan.url, "ref": plan.ref,
             "old_commit": plan.old_commit, "new_commit": plan.new_commit,
-            "items": plan.items, "skipped": plan.skipped, "filtered_out": plan.filtered_out,
-            "warnings": plan.warnings}
+            "counts": plan.counts(), "items": plan.items, "skipped": plan.skipped,
+            "filtered_out": plan.filtered_out}
 
 
 def lock_entry(plan: SourcePlan) -> LockedSource:

@@ -154,13 +154,17 @@ def keep_release_tags(store: GitStore, releases: Mapping[str, VerifiedRelease]) 
 
 @frozen
 class VerifiedSource:
-    source: str
+    """One source as ``verify`` found it, keyed by ``name`` as ``source list`` keys it;
+    ``items`` is how many items the verified release covers, None when nothing was
+    verified (an unsigned source, or a signed one not installed yet)."""
+
+    name: str
     signed: bool
     installed: bool
     release: int | None = None
     tag: str | None = None
     signer: str | None = None
-    items: int = 0
+    items: int | None = None
     expired: bool = False
 
 

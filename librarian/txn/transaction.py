@@ -43,6 +43,7 @@ from librarian.library import (
     GeneratedFiles,
     Library,
     Snapshot,
+    refuse_committed_non_directory,
     refuse_linked_paths,
     refuse_unsafe_library,
 )
@@ -232,6 +233,10 @@ class Transaction:
             raise RuntimeError("a transaction makes one commit")
         store, library, base = self.store, self.library, self.base.commit
         refuse_linked_paths(library.root, [change.path for change in self._changes])
+        for folder in {p.rsplit("/", 1)[0] for m in library.generated for p in m.paths
+                       if "/" in p}:  # where generated files go: a real directory
+            entry = store.lookup(self.base.tree, folder)
+            refuse_committed_non_directory(folder, entry.mode if entry else None)
         assert new_tree is not None
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")

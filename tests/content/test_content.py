@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from librarian.content import sourcedir
+from librarian.content.secretscan import COMMIT_POLICY
 from librarian.content.sourcedir import DEFAULT_IGNORES, read_source_dir
 from librarian.content.validate import load_source, validate_item
 from librarian.core.manifests import RecipeManifest, SkillManifest
@@ -177,7 +178,7 @@ def shown(problem: str) -> str:
     """A secret refusal without the policy line it prints for the match."""
     head, sep, paste = problem.partition("; if it is not one, allow exactly this match in "
                                          "library.yaml: policy: {allowed_secrets: [sha256:")
-    assert not sep or len(paste) == 64 + 2, problem
+    assert not sep or paste == paste[:64] + "]}, " + COMMIT_POLICY, problem
     return head
 
 

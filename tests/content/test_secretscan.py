@@ -186,7 +186,8 @@ def test_a_match_is_allowed_by_the_fingerprint_of_its_text_and_nothing_else() ->
     refusal = secret_refusal("references/v.md", data, ())
     assert refusal == ("references/v.md: looks like a secret (Google API key); if it is not "
                        "one, allow exactly this match in library.yaml: policy: "
-                       f"{{allowed_secrets: [{match.fingerprint}]}}")
+                       f"{{allowed_secrets: [{match.fingerprint}]}}, then commit "
+                       "library.yaml (only its committed policy applies)")
     assert secret_refusal("references/v.md", data, (match.fingerprint,)) is None
     # another match in the same file is still refused
     other = data + github("ghp_").encode()

@@ -281,10 +281,11 @@ def test_a_committed_skill_is_named_by_its_directory(library: Path, capsys: Caps
     hand_commit(lib, "plain git", [],
                 [DirChange("drafts/wrong-dir", files),
                                 DirChange("skills/other-dir", files)])
+    # The draft is named by its directory too: promote, which demands a conforming
+    # skill, refuses it for that very difference.
     result = cli(capsys, library, "promote", "wrong-dir", "--json")
-    assert result.code == 0, result.err
-    assert rules(result.json["warnings"]) == ["name-directory"]
+    assert result.code == 2, result.err
+    assert rules(result.json["problems"]) == ["name-directory"]
     prompt = cli(capsys, library, "prompt")
     assert "right-name" not in prompt.out
     assert "<name>\nother-dir\n</name>" in prompt.out
-    assert "<name>\nwrong-dir\n</name>" in prompt.out

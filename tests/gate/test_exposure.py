@@ -82,7 +82,8 @@ def test_expose_is_one_commit_adding_the_pin(
     assert receipt["name"] == "counter" and receipt["path"] == "recipes/counter"
     assert receipt["digest"] == counted
     assert receipt["commit"] == head(library)
-    assert receipt["callable_now"] is True and receipt["reason"] is None
+    # `run` would refuse an unapproved digest: not callable until it is approved
+    assert receipt["callable_now"] is False and "approve counter" in receipt["reason"]
     assert receipt["execution"] == "async"  # exposure does not change the execution contract
     assert commit_count(library) == commits + 1
     assert tools_of(library) == {"counter": ("recipes/counter", counted)}
@@ -99,12 +100,13 @@ def test_expose_is_one_commit_adding_the_pin(
 
 
 def test_expose_as_another_name_and_name_taken(
-    library: Path, counted: str, capsys: pytest.CaptureFixture[str]
+    library: Path, sources: Path, counted: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli(capsys, library, "expose", "counter", "--as", "count-things").code == 0
     assert cli(capsys, library, "expose", "recipes/counter").code == 0
+    retain(Library(library, GENERATED), make_recipe(sources, "other"))
     state = library_state(library)
-    taken = cli(capsys, library, "expose", "counter", "--as", "count-things")
+    taken = cli(capsys, library, "expose", "other", "--as", "count-things")
     assert taken.code == 3
     assert "taken" in assert_one_error_line(taken.err)
     assert library_state(library) == state

@@ -86,29 +86,44 @@ def test_every_command_and_flag_is_documented_and_exists() -> None:
 
 
 def _json_table() -> dict[str, tuple[str, set[str]]]:
+    return {command: (kinds, fields) for command, (kinds, fields, _, _) in _specs().items()}
+
+
+def _specs() -> dict[str, tuple[str, set[str], set[str], dict[str, set[str]]]]:
+    """command -> (kinds, fields always there, fields there only sometimes (`(and …)`),
+    field -> the fields of each element of that list (`(each: …)`))."""
     out = {}
     for _, first, row in _rows("JSON documents"):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        each = {field: set(re.findall(r"`([a-z_]+)`", inner)) for field, inner in
+                re.findall(r"`([a-z_]+)` \(each: (.*?)\)", cells[2])}
+        optional = {f for inner in re.findall(r"\(and (.*?)\)", cells[2])
+                    for f in re.findall(r"`([a-z_]+)`", inner)}
         fields_cell = re.sub(r"\(each:.*?\)|\(and .*?\)", "", cells[2])
         fields = set(re.findall(r"`([a-z_]+)`", fields_cell))
         for command in re.findall(r"`([^`]+)`", first):
-            out[command] = (cells[1], fields)
+            out[command] = (cells[1], fields, optional, each)
     return out
 
 
 def test_every_json_document_has_the_documented_fields(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    table = _json_table()
+    table = _specs()
     _, commands = _commands()
     for path in commands:
         assert path in table, f"docs/commands.md lists no JSON document for `{path}`"
     documents = collect(capsys, tmp_path)
     checked = 0
     for command, document in documents.items():
-        key = {"retain --draft": "retain"}.get(command, command)
-        kinds, fields = table[key]
-        assert set(document) == fields, (command, sorted(set(document) ^ fields))
+        key = {"retain --draft": "retain", "defer --until": "defer"}.get(command, command)
+        kinds, fields, optional, each = table[key]
+        assert fields <= set(document) <= fields | optional, (
+            command, sorted(set(document) ^ fields))
+        for field, element_fields in each.items():  # one name per field, nested too
+            for element in document[field]:
+                assert set(element) == element_fields, (
+                    command, field, sorted(set(element) ^ element_fields))
         kind_names = {k.strip("`") for k in re.findall(r"`[a-z_*]+`", kinds)}
         assert any(re.fullmatch(k.replace("*", ".*"), document["kind"]) for k in kind_names), (
             command, document["kind"], kind_names)
@@ -117,6 +132,14 @@ def test_every_json_document_has_the_documented_fields(
     runs = documents["runs"]["runs"][0]
     assert "recipe" not in runs and isinstance(runs["started"], int)
     assert runs["started_at"].endswith("Z")
+    # a moment is Unix seconds with its ISO 8601 twin; a deadline is ISO 8601 UTC
+    (draft,) = documents["review"]["drafts"]
+    assert isinstance(draft["admitted"], int) and draft["admitted_at"].endswith("Z")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", documents["release"]["expires"])
+    assert documents["defer --until"]["until"] == "2099-01-02"
+    (unsigned,) = documents["verify"]["sources"]
+    assert unsigned["name"] == "team" and unsigned["signed"] is False
+    assert unsigned["items"] is None
 
 
 def test_inspect_name_has_its_own_document(capsys: pytest.CaptureFixture[str],

@@ -61,7 +61,7 @@ def test_log_of_an_unknown_name_is_exit_2(crowded: Path, capsys: Capsys) -> None
     assert cli(capsys, crowded, "log", "team", "--json").code == 0  # a source
 
 
-def test_log_limit_must_be_positive(crowded: Path, capsys: Capsys) -> None:
+def test_log_limit_must_not_be_negative(crowded: Path, capsys: Capsys) -> None:
     assert len(subjects(capsys, crowded, "-n", "1")) == 1
-    for bad in ("0", "-1"):
+    for bad in ("-1", "-5"):
         assert cli(capsys, crowded, "log", "-n", bad).code == 2

@@ -33,6 +33,7 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     run("retain", str(make_skill(sources, "rough")), "--draft")
     run("review")
     run("defer", "rough", "--reason", "later")
+    docs["defer --until"] = run("defer", "rough", "--reason", "later", "--until", "2099-01-02")
     run("promote", "rough")
     run("revise", "tips", str(make_skill(sources / "v2", "tips", body="# Two\n")))
     run("retire", "rough")
@@ -71,16 +72,19 @@ def collect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, dic
     run("source list")
     run("outdated", code=10)
     run("update")
+    run("verify")  # an unsigned source: nothing verified
     run("source remove", "team")
     run("discard", "rough", "--reason", "x", code=3)  # an error: rough is retained
     docs["error"] = docs.pop("discard")
     retained = make_skill(sources / "d", "draft-two")
     run("retain", str(retained), "--draft")
     docs["retain --draft"] = docs["retain"]
+    docs["retain A B"] = run("retain", str(make_skill(sources / "m", "many-one")),
+                             str(make_skill(sources / "m", "many-two")))
     run("discard", "draft-two", "--reason", "no")
     run("key generate", str(tmp_path / "key"))
     run("key public", str(tmp_path / "key"))
-    run("verify")
+    run("release", "--key", str(tmp_path / "key"))  # the library publishes itself
     run("export codex-config")
     docs["demo"] = run_main(capsys, "demo", str(tmp_path / "tour"), "--json").json
     return docs

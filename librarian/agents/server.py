@@ -26,10 +26,16 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 
 from librarian import __version__
-from librarian.agents import skills, tools
+from librarian.agents import catalog, skills, tools
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
 from librarian.prompt.model import Registry
@@ -91,6 +97,26 @@ def error_result(exc: LibrarianError) -> types.CallToolResult:
                                "exit_code": exc.exit_code, "kind": type(exc).__name__}, True)
 
 
+class GetSkillParams(types.RequestParams):
+    uri: str
+
+
+class DirectoryParams(types.PaginatedRequestParams):
+    uri: str
+
+
+async def advertise_extension(ctx: ServerRequestContext[Any],
+                              call_next: Callable[[ServerRequestContext[Any]], Any]) -> Any:
+    """The skills extension in ``initialize``'s capabilities too: the SDK leaves
+    ``extensions`` out of a 2025-11-25 answer (that revision's schema has no such field),
+    while hosts of that revision look for it there."""
+    result = await call_next(ctx)
+    if ctx.method == "initialize" and isinstance(result, dict):
+        capabilities = result.setdefault("capabilities", {})
+        capabilities.setdefault("extensions", {})[catalog.EXTENSION] = {"directoryRead": True}
+    return result
+
+
 class LibraryServer:
     """The state of one server: its library, the registry of the HEAD it last read, the
     sessions to notify when HEAD moves."""
@@ -110,6 +136,19 @@ class LibraryServer:
             on_read_resource=self.read_resource)
         self.server.add_notification_handler("notifications/initialized",
                                              types.NotificationParams, self.initialized)
+        # 2026-07-28: change notifications travel on `subscriptions/listen` streams only.
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self.server.add_request_handler("subscriptions/listen",
+                                        types.SubscriptionsListenRequestParams, self.listen)
+        self.catalog = catalog.Catalog(library)
+        self.server.extensions[catalog.EXTENSION] = {"directoryRead": True}
+        self.server.middleware.append(advertise_extension)
+        self.server.add_request_handler("skills/list", types.PaginatedRequestParams,
+                                        self.skills_list)
+        self.server.add_request_handler("skills/get", GetSkillParams, self.skills_get)
+        self.server.add_request_handler("resources/directory/read", DirectoryParams,
+                                        self.directory_read)
 
     def _read_head(self) -> bytes | None:
         with self.library.store() as store:
@@ -142,6 +181,8 @@ class LibraryServer:
             if head == self.head:
                 continue
             self.head = head
+            await self.bus.publish(ToolsListChanged())
+            await self.bus.publish(ResourcesListChanged())
             for session in list(self.sessions):
                 try:
                     await session.send_tool_list_changed()
@@ -213,27 +254,53 @@ class LibraryServer:
 
     # -- resources -------------------------------------------------------------------
 
+    async def _answer(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A request of the skills extension: an unknown URI or cursor is -32602."""
+        try:
+            return await self._in_thread(work)
+        except LibrarianError as exc:
+            raise MCPError(types.INVALID_PARAMS, error_text(exc)) from None
+
+    async def skills_list(self, ctx: ServerRequestContext[Any],
+                          params: types.PaginatedRequestParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.list_page(params.cursor))
+
+    async def skills_get(self, ctx: ServerRequestContext[Any],
+                         params: GetSkillParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.get(params.uri))
+
+    async def directory_read(self, ctx: ServerRequestContext[Any],
+                             params: DirectoryParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.directory(params.uri))
+
     async def list_resources(self, ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
                              ) -> types.ListResourcesResult:
         registry = await self._in_thread(self.registry)
         return types.ListResourcesResult(resources=[
-            types.Resource(name=s.name, uri=skills.skill_uri(s.name, "SKILL.md"),
+            types.Resource(name=s.name, uri=skills.resource_uri(s.name, s.state),
                            description=s.description, mime_type="text/markdown")
             for s in registry.skills])
 
     async def list_templates(self, ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            name="skill-file", uri_template="skill://{name}/{path}",
-            description="A file of a skill, by the skill's name and the file's path in it.")])
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(
+                name="skill-file", uri_template="skill://library/{name}/{+path}",
+                description="A file of a retained skill, by its name and path in it."),
+            types.ResourceTemplate(
+                name="managed-skill-file", uri_template="skill://sources/{source}/{name}/{+path}",
+                description="A file of a managed skill, by source, name and path in it.")])
 
     async def read_resource(self, ctx: ServerRequestContext[Any],
                             params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         def read() -> skills.SkillFile:
-            name, path = skills.parse_skill_uri(params.uri)
+            if params.uri.startswith(("skill://library/", "skill://sources/")):
+                path, data = self.catalog.read(params.uri)
+                return skills.SkillFile(params.uri, path, data)
+            name, path = skills.parse_skill_uri(params.uri)  # skill://NAME/PATH, as before
             return skills.read_skill_file(self.library, name, path)
 
         try:
@@ -244,15 +311,11 @@ class LibraryServer:
         contents: types.TextResourceContents | types.BlobResourceContents
         if "text" in document:
             contents = types.TextResourceContents(uri=params.uri, text=document["text"],
-                                                  mime_type=_mime(found.path))
+                                                  mime_type=catalog.mime_of(found.path))
         else:
             contents = types.BlobResourceContents(uri=params.uri, blob=document["data"],
                                                   mime_type="application/octet-stream")
         return types.ReadResourceResult(contents=[contents])
-
-
-def _mime(path: str) -> str:
-    return "text/markdown" if path.endswith(".md") else "text/plain"
 
 
 async def _serve(state: LibraryServer) -> None:

@@ -14,6 +14,7 @@ import json
 import stat
 from typing import Any
 
+from librarian.agents.catalog import named_uri
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.values import frozen
@@ -58,7 +59,7 @@ def load_skill(library: Library, name: str) -> dict[str, Any]:
         files = [path for path, _ in store.walk(item.tree)]
     return {"name": item.name, "path": item.path, "state": item.state,
             "location": str(library.path_of(item.path) / MANIFEST_FILES["skill"]),
-            "uri": skill_uri(item.name, MANIFEST_FILES["skill"]),
+            "uri": named_uri(item.name, item.state),
             "body": body, "files": files}
 
 
@@ -113,6 +114,11 @@ def read_skill_file(library: Library, name: str, path: str) -> SkillFile:
 
 def skill_uri(name: str, path: str) -> str:
     return f"{SCHEME}{name}/{path}"
+
+
+def resource_uri(name: str, state: str) -> str:
+    """The URI of a listed skill's SKILL.md (the skills extension's own)."""
+    return named_uri(name, state)
 
 
 def parse_skill_uri(uri: str) -> tuple[str, str]:

@@ -38,6 +38,7 @@ from librarian.formats.config import (
     load_lock,
     load_tools,
 )
+from librarian.ops.agentchecks import agent_warnings
 from librarian.store.gitstore import GitStore
 from librarian.store.indexscan import read_index
 from librarian.store.library import Library
@@ -275,11 +276,13 @@ def check_library(
         items, top, problems = _group(entries)
         manifests = {e[0]: e[2]() for e in entries if e[0] in (PLUGIN_FILE, MARKETPLACE_FILE)}
         policy = Policy()
+        hidden: tuple[str, ...] = ()
         if LIBRARY_FILE not in top:
             problems.append(f"{LIBRARY_FILE}: missing")
         else:
             try:
-                policy = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE).policy
+                config = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE)
+                policy, hidden = config.policy, config.hidden
             except LibrarianError as exc:
                 problems.append(exc.message)
         problems.extend(_stray_problems(entries, frozenset(policy.allowed_secrets)))
@@ -315,5 +318,6 @@ def check_library(
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
         warnings.extend(_lock_warnings(locked, digests, items))
+        warnings.extend(agent_warnings(items, hidden))
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
                        tuple(warnings))

@@ -17,7 +17,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from librarian.errors import UsageError
 from librarian.formats.yamlio import load_yaml
 
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -28,13 +27,16 @@ _FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]
 _loader_class: Any = None
 
 
-def _core_loader() -> Any:
+def core_loader() -> Any:
+    """A safe loader class resolving plain scalars by YAML 1.2's core schema."""
     global _loader_class
     if _loader_class is not None:
         return _loader_class
     import yaml
 
-    class CoreLoader(yaml.SafeLoader):
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class CoreLoader(base):  # type: ignore[valid-type,misc]
         """SafeLoader with the YAML 1.2 core schema's implicit resolvers only."""
 
     CoreLoader.yaml_implicit_resolvers = {}
@@ -74,13 +76,7 @@ def _core_loader() -> Any:
 
 def load_core(text: str, what: str) -> Any:
     """``text`` read by YAML 1.2's core schema (plain data only, as ``load_yaml``)."""
-    load_yaml(text, what)  # size, tags, aliases and syntax judged once, as everywhere
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=_core_loader())  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as exc:  # pragma: no cover (load_yaml refused it already)
-        raise UsageError(f"{what}: not valid YAML: {exc}") from None
+    return load_yaml(text, what, core=True)
 
 
 def ambiguous_keys(text: str, what: str) -> list[str]:

@@ -102,8 +102,11 @@ def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
-    """Parse one YAML document safely; errors name ``what`` (usually a path)."""
+def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES,
+              core: bool = False) -> Any:
+    """Parse one YAML document safely; errors name ``what`` (usually a path). ``core``
+    resolves plain scalars by YAML 1.2's core schema (``formats.yaml12``), as agents'
+    hosts read SKILL.md frontmatter, instead of PyYAML's YAML 1.1."""
     size = len(data.encode("utf-8") if isinstance(data, str) else data)
     if size > max_bytes:
         raise UsageError(f"{what} is {size} bytes; the limit is {max_bytes}", path=what)
@@ -121,6 +124,10 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
         problem = _plain_data_problem(data)
         if problem is not None:
             raise UsageError(f"{what} {problem}", path=what)
+        if core:
+            from librarian.formats.yaml12 import core_loader
+
+            return yaml.load(data, Loader=core_loader())  # noqa: S506 - a safe loader
         return yaml.load(data, Loader=_loader())  # noqa: S506 - a safe loader
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # PyYAML raises plain ValueError for e.g. an impossible date (2024-13-45).

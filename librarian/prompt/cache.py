@@ -12,7 +12,7 @@ from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
 from librarian.store.manifests import summarize
 
-CACHE_VERSION = 2  # 2: tool contracts carry their pinned digest
+CACHE_VERSION = 3  # 2: tool contracts carry their pinned digest; 3: YAML 1.2 frontmatter
 REGISTRY_CACHE = "prompt.json"
 ITEMS_CACHE = "prompt-items.json"
 

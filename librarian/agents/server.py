@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from librarian import __version__
 from librarian.agents import catalog, skills, tools
+from librarian.agents.arguments import check_arguments
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
 from librarian.prompt.model import Registry
@@ -129,7 +130,7 @@ class LibraryServer:
         self.sessions: list[ServerSession] = []
         self.server: Server[Any] = Server(
             "librarian", version=__version__, title=f"librarian: {library.root.name}",
-            instructions=skills.instructions(library, self.registry()),
+            instructions=self._instructions(),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,
             on_list_resource_templates=self.list_templates,
@@ -149,6 +150,12 @@ class LibraryServer:
         self.server.add_request_handler("skills/get", GetSkillParams, self.skills_get)
         self.server.add_request_handler("resources/directory/read", DirectoryParams,
                                         self.directory_read)
+
+    def _instructions(self) -> str:
+        try:
+            return skills.instructions(self.library, self.registry())
+        except LibrarianError as exc:  # served anyway: each call says what is wrong
+            return skills.instructions_without_registry(self.library, error_text(exc))
 
     def _read_head(self) -> bytes | None:
         with self.library.store() as store:
@@ -171,13 +178,21 @@ class LibraryServer:
             self.sessions.append(ctx.session)
 
     async def watch(self, interval: float = POLL_SECONDS) -> None:
+        failing: str | None = None  # said once, not every poll, until it changes
         while True:
             await anyio.sleep(interval)
             try:
                 head = await self._in_thread(self._read_head)
-            except Exception:  # a damaged or vanished repository: say so, keep serving
-                LOG.exception("librarian mcp: reading HEAD failed")
+            except Exception as exc:  # a damaged or vanished repository: say so once
+                said = f"librarian mcp: cannot read the library's HEAD: {exc!r}"
+                if said != failing:
+                    LOG.warning("%s (calls answer with the error until it is readable)",
+                                said)
+                    failing = said
                 continue
+            if failing is not None:
+                LOG.warning("librarian mcp: the library's HEAD is readable again")
+                failing = None
             if head == self.head:
                 continue
             self.head = head
@@ -195,20 +210,27 @@ class LibraryServer:
 
     async def list_tools(self, ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        registry = await self._in_thread(self.registry)
-        curation = await self._in_thread(lambda: allowed_tools(self.library))
-        listed = [types.Tool(name=name, description=text,
-                             input_schema=tools.object_schema(props, req))
-                  for name, (text, props, req) in BUILTIN.items()]
-        for tool in curation:
-            text, schema = curation_schema(tool)
-            listed.append(types.Tool(name=tool, description=text, input_schema=schema))
-        # An exposed tool named like a curation verb is not offered (the verb keeps its
-        # meaning); `librarian expose --as` gives it another name.
-        listed += [types.Tool(name=d.name, description=d.description,
-                              input_schema=d.input_schema)
-                   for d in tools.tool_definitions(registry) if d.name not in TOOL_VERBS]
+        listed = [types.Tool(name=name, description=text, input_schema=schema)
+                  for name, (text, schema) in (await self._in_thread(self.schemas)).items()]
         return types.ListToolsResult(tools=listed)
+
+    def schemas(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every tool offered now: name -> (description, input schema). A committed
+        library.yaml or tools.yaml that cannot be read leaves out what depends on it (a
+        call of list_skills says why); the built-in tools are always offered."""
+        offered = {name: (text, tools.object_schema(props, req))
+                   for name, (text, props, req) in BUILTIN.items()}
+        try:
+            for tool in allowed_tools(self.library):
+                offered[tool] = curation_schema(tool)
+            # An exposed tool named like a curation verb is not offered (the verb keeps
+            # its meaning); `librarian expose --as` gives it another name.
+            for d in tools.tool_definitions(self.registry()):
+                if d.name not in TOOL_VERBS:
+                    offered.setdefault(d.name, (d.description, d.input_schema))
+        except LibrarianError as exc:
+            LOG.warning("librarian mcp: %s", error_text(exc))
+        return offered
 
     async def call_tool(self, ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -225,6 +247,16 @@ class LibraryServer:
 
     def _call(self, name: str, args: dict[str, Any], agent: str) -> types.CallToolResult:
         lib = self.library
+        schema = BUILTIN.get(name)
+        if schema is not None:
+            check_arguments(name, args, tools.object_schema(schema[1], schema[2]))
+        elif name in TOOL_VERBS:
+            check_arguments(name, args, curation_schema(name)[1])
+        else:
+            definition = next((d for d in tools.tool_definitions(self.registry())
+                               if d.name == name), None)
+            if definition is not None:
+                check_arguments(name, args, definition.input_schema)
         if name == "list_skills":
             budget = args.get("budget")
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):

@@ -22,6 +22,7 @@ from librarian.errors import UsageError
 from librarian.prompt.model import Registry
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
+from librarian.store.blobsize import blob_size
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library, committed_items
 
@@ -106,6 +107,9 @@ def read_skill_file(library: Library, name: str, path: str) -> SkillFile:
                              hint="load_skill lists the skill's files")
         if entry.mode not in (MODE_FILE, MODE_EXECUTABLE):
             raise UsageError(f"{item.path}/{wanted} is not a regular file")
+        size = blob_size(store, entry.sha)  # from the object's header: nothing read yet
+        if size is not None and size > MAX_FILE_BYTES:
+            raise UsageError(f"{item.path}/{wanted} is larger than {MAX_FILE_BYTES} bytes")
         data = store.read_blob(entry.sha)
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"{item.path}/{wanted} is larger than {MAX_FILE_BYTES} bytes")
@@ -131,16 +135,25 @@ def parse_skill_uri(uri: str) -> tuple[str, str]:
     return name, path
 
 
+def instructions_without_registry(library: Library, problem: str) -> str:
+    """The instructions when the committed library cannot be listed (a bad library.yaml):
+    how to use the server and what is wrong."""
+    return _usage(library) + f"\nThe library cannot be listed now: {problem}\n"
+
+
 def instructions(library: Library, registry: Registry | None = None) -> str:
     """The server's instructions: how to use it, then the bodies of resident skills."""
     registry = registry or load_registry(library)
-    lines = [
+    lines = [_usage(library)]
+    for skill in registry.resident:
+        lines += ["", f"## Resident skill: {skill.name}", "", skill.body.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def _usage(library: Library) -> str:
+    return (
         f"This server is the librarian library at {library.root}: the agent's skills and "
         "tools, kept in git. Call list_skills to see the skills (name, description); "
         "load_skill(name) returns a skill's SKILL.md and its files, read_skill_file(name, "
         "path) one file. Exposed tools run through librarian's execution gate: a refusal "
-        "says why, and only a person approves a recipe (`librarian approve`).",
-    ]
-    for skill in registry.resident:
-        lines += ["", f"## Resident skill: {skill.name}", "", skill.body.strip()]
-    return "\n".join(lines) + "\n"
+        "says why, and only a person approves a recipe (`librarian approve`).")

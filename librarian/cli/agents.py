@@ -21,7 +21,8 @@ def mcp(as_json: JsonOpt = False) -> None:
     try:
         from librarian.agents.server import serve
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("mcp"):
+        # The SDK or any of its own dependencies (anyio, pydantic, …): not librarian's.
+        if (exc.name or "").split(".")[0] == "librarian":
             raise
         raise UsageError("`librarian mcp` needs the MCP SDK, which is not installed",
                          hint="pip install 'librarian[mcp]'") from None

@@ -148,6 +148,9 @@ def prompt(
     fmt: Annotated[str, typer.Option("--format", help="xml, markdown or json.")] = "xml",
     budget: Annotated[int | None, typer.Option(
         "--budget", help="At most this many characters; what is cut is said.")] = None,
+    operator: Annotated[bool, typer.Option(
+        "--operator", help="JSON only: add the hidden skills under `operator` (a view "
+        "for people; agents never get it).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The agent registry: skills, resident bodies, recipes, exposed tools."""
@@ -156,7 +159,7 @@ def prompt(
 
     check_format(fmt)  # refused with --json too, which overrides the format
     rendered = render_prompt(load_registry(current_library()), "json" if as_json else fmt,
-                             budget)
+                             budget, operator=operator)
     sys.stdout.write(rendered.text + "\n")
     for problem in rendered.problems:
         sys.stderr.write(f"librarian: warning: {problem}\n")

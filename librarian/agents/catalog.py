@@ -22,6 +22,7 @@ import hashlib
 import mimetypes
 import re
 import stat
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -139,8 +140,10 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
 class Catalog:
     """The skills of one library, read from one commit per call."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library,
+                 narrow: Callable[[Registry], Registry] | None = None) -> None:
         self.library = library
+        self.narrow = narrow  # an agent profile's view of the visible skills
         self._entries: dict[tuple[bytes, str], dict[str, Any]] = {}
 
     # -- entries -------------------------------------------------------------------
@@ -209,18 +212,19 @@ class Catalog:
 
     # -- the three requests --------------------------------------------------------
 
-    def list_page(self, cursor: str | None, visible: frozenset[str] | None = None
-                  ) -> dict[str, Any]:
-        """One page of the visible skills, all from the commit the cursor names.
-        ``visible`` narrows further (a profile's names)."""
+    def list_page(self, cursor: str | None) -> dict[str, Any]:
+        """One page of the visible skills (as the profile shows them), all from the
+        commit the cursor names."""
         with self.library.store() as store:
             head, offset = self._cursor(store, cursor)
             registry = self._registry(store, head)
+            if self.narrow is not None:
+                registry = self.narrow(registry)
             items = {i.name: i for i in committed_items(store, store.tree_of(head))}
             served = []
             for skill in registry.skills:
                 item = items.get(skill.name)
-                if item is None or (visible is not None and skill.name not in visible):
+                if item is None:
                     continue
                 try:
                     entry = self.entry(store, item)

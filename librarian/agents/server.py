@@ -40,6 +40,7 @@ from librarian.agents.arguments import check_arguments
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
 from librarian.prompt.model import Registry
+from librarian.prompt.profiles import committed_profile, profiled_registry
 from librarian.prompt.registry import load_registry
 from librarian.store.library import Library
 
@@ -60,6 +61,12 @@ BUILTIN: dict[str, tuple[str, dict[str, Any], list[str]]] = {
                         "(progressive disclosure; nothing outside the skill is readable).",
                         {"name": {"type": "string"}, "path": {"type": "string"}},
                         ["name", "path"]),
+    "search_skills": ("Search the visible skills by name, description and body, best "
+                      "first (those list_skills leaves out for its budget included); each "
+                      "hit's SKILL.md loads with load_skill or its uri.",
+                      {"query": {"type": "string"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
+                      ["query"]),
     "run_status": ("The status (and, once ended, the result) of a tool run by its run id.",
                    {"run_id": {"type": "string"}}, ["run_id"]),
     "wait_run": ("Wait for a tool run to end (at most timeout seconds, 600 at most) and "
@@ -122,8 +129,10 @@ class LibraryServer:
     """The state of one server: its library, the registry of the HEAD it last read, the
     sessions to notify when HEAD moves."""
 
-    def __init__(self, library: Library, *, cwd: Path | None = None) -> None:
+    def __init__(self, library: Library, *, cwd: Path | None = None,
+                 profile: str | None = None) -> None:
         self.library = library
+        self.profile = profile  # an agent profile of library.yaml: narrows every listing
         self.cwd = cwd or Path.cwd()
         self.head: bytes | None = self._read_head()
         self._registry: tuple[bytes | None, Registry] | None = None
@@ -142,7 +151,7 @@ class LibraryServer:
         self.listen = ListenHandler(self.bus)
         self.server.add_request_handler("subscriptions/listen",
                                         types.SubscriptionsListenRequestParams, self.listen)
-        self.catalog = catalog.Catalog(library)
+        self.catalog = catalog.Catalog(library, self.narrow)
         self.server.extensions[catalog.EXTENSION] = {"directoryRead": True}
         self.server.middleware.append(advertise_extension)
         self.server.add_request_handler("skills/list", types.PaginatedRequestParams,
@@ -157,6 +166,9 @@ class LibraryServer:
         except LibrarianError as exc:  # served anyway: each call says what is wrong
             return skills.instructions_without_registry(self.library, error_text(exc))
 
+    def narrow(self, registry: Registry) -> Registry:
+        return profiled_registry(self.library, registry, self.profile)
+
     def _read_head(self) -> bytes | None:
         with self.library.store() as store:
             return store.head()
@@ -164,7 +176,9 @@ class LibraryServer:
     def registry(self) -> Registry:
         head = self._read_head()
         if self._registry is None or self._registry[0] != head:
-            self._registry = (head, load_registry(self.library))
+            self._registry = (head, profiled_registry(self.library,
+                                                      load_registry(self.library),
+                                                      self.profile))
         return self._registry[1]
 
     async def _in_thread(self, work: Callable[[], T]) -> T:
@@ -270,6 +284,16 @@ class LibraryServer:
                                            str(args.get("path", "")))
             document = found.to_json()
             return _text_result(document.get("text", document.get("data", "")), document)
+        if name == "search_skills":
+            registry = self.registry()
+            searched = skills.search(lib, args["query"], args.get("limit", 10),
+                                  registry=registry)
+            states = {s.name: s.state for s in registry.skills}
+            hits = [{"name": h.name, "description": h.description, "location": h.location,
+                     "uri": catalog.named_uri(h.name, states.get(h.name, "retained")),
+                     "score": h.score} for h in searched.hits]
+            return _json_result({"kind": "search", "query": searched.query, "hits": hits,
+                                 "indexed": searched.indexed})
         if name in ("run_status", "wait_run"):
             run_id = str(args.get("run_id", ""))
             done = (tools.run_status(lib, run_id) if name == "run_status" else
@@ -359,10 +383,13 @@ async def _serve(state: LibraryServer) -> None:
         group.cancel_scope.cancel()
 
 
-def serve(library: Library) -> None:
-    """Serve ``library`` on stdin/stdout until the client closes stdin."""
+def serve(library: Library, profile: str | None = None) -> None:
+    """Serve ``library`` (as agent ``profile`` sees it) on stdin/stdout until the client
+    closes stdin."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     LOG.addHandler(handler)
     LOG.propagate = False
-    anyio.run(_serve, LibraryServer(library))
+    if profile is not None:
+        committed_profile(library, profile)  # an unknown profile: exit 2 before serving
+    anyio.run(_serve, LibraryServer(library, profile=profile))

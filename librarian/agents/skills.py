@@ -20,8 +20,10 @@ from librarian.core.model import MANIFEST_FILES
 from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.prompt.model import Registry
+from librarian.prompt.profiles import committed_profile
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
+from librarian.prompt.search import SearchResult, search_skills
 from librarian.store.blobsize import blob_size
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library, committed_items
@@ -157,3 +159,11 @@ def _usage(library: Library) -> str:
         "load_skill(name) returns a skill's SKILL.md and its files, read_skill_file(name, "
         "path) one file. Exposed tools run through librarian's execution gate: a refusal "
         "says why, and only a person approves a recipe (`librarian approve`).")
+
+
+def search(library: Library, query: str, limit: int = 10, profile: str | None = None,
+           registry: Registry | None = None) -> SearchResult:
+    """``librarian search`` / ``search_skills``: the visible skills (of ``profile``, when
+    given) best matching ``query``."""
+    narrowing = committed_profile(library, profile) if profile is not None else None
+    return search_skills(library, query, limit, narrowing, registry)

@@ -52,6 +52,15 @@ class SourceConfig:
 
 
 @frozen
+class AgentProfile:
+    """``agents.profiles.NAME``: what one agent is shown, as patterns over skill names
+    (``pdf``, ``team:*``); it only narrows what the library shows."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@frozen
 class LibraryConfig:
     name: str
     policy: Policy = field(default_factory=Policy)
@@ -59,6 +68,7 @@ class LibraryConfig:
     hidden: tuple[str, ...] = ()
     sources: Mapping[str, SourceConfig] = field(default_factory=dict)
     agents_may: tuple[str, ...] | None = None  # ``agents: {may: [...]}``; None: not set
+    profiles: Mapping[str, AgentProfile] = field(default_factory=dict)  # agents.profiles
 
     @property
     def agent_verbs(self) -> tuple[str, ...]:
@@ -123,14 +133,26 @@ def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryCon
             trust=_strings(spec.get("trust"), f"{what}.trust"),
         )
     agents = mapping_of(doc.get("agents"), f"{where}: agents")
-    _unknown(agents, {"may"}, f"{where}: agents")
+    _unknown(agents, {"may", "profiles"}, f"{where}: agents")
     may = _strings(agents.get("may"), f"{where}: agents.may") if "may" in agents else None
+    profiles = {}
+    for profile, spec_doc in mapping_of(agents.get("profiles"),
+                                        f"{where}: agents.profiles").items():
+        what = f"{where}: agents.profiles.{profile}"
+        if name_problem(profile):
+            raise UsageError(f"{what}: not a valid profile name",
+                             hint="1-64 of a-z, 0-9 and -")
+        spec = mapping_of(spec_doc, what)
+        _unknown(spec, {"include", "exclude"}, what)
+        profiles[profile] = AgentProfile(_strings(spec.get("include"), f"{what}.include"),
+                                         _strings(spec.get("exclude"), f"{what}.exclude"))
     for verb in may or ():
         if verb not in AGENT_VERBS:
             raise UsageError(f"{where}: agents.may: unknown verb {verb!r}",
                              hint="one of: " + ", ".join(AGENT_VERBS))
     return LibraryConfig(
         agents_may=may,
+        profiles=profiles,
         name=name,
         policy=_policy(policy_doc),
         resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
@@ -179,7 +201,14 @@ def dump_library_config(config: LibraryConfig) -> bytes:
         policy["conformance"] = config.policy.conformance
     if config.policy.allowed_secrets:
         policy["allowed_secrets"] = list(config.policy.allowed_secrets)
-    agents = {} if config.agents_may is None else {"agents": {"may": list(config.agents_may)}}
+    agents_doc: dict[str, Any] = {}
+    if config.agents_may is not None:
+        agents_doc["may"] = list(config.agents_may)
+    if config.profiles:
+        agents_doc["profiles"] = {
+            name: {"include": list(p.include), "exclude": list(p.exclude)}
+            for name, p in sorted(config.profiles.items())}
+    agents = {"agents": agents_doc} if agents_doc else {}
     return dump_yaml(
         {
             "librarian": 1,

@@ -13,65 +13,10 @@ schema's resolvers only (null, booleans, integers in base 10, ``0o`` and ``0x``,
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from librarian.formats.yamlio import load_yaml
-
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
-_loader_class: Any = None
-
-
-def core_loader() -> Any:
-    """A safe loader class resolving plain scalars by YAML 1.2's core schema."""
-    global _loader_class
-    if _loader_class is not None:
-        return _loader_class
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class CoreLoader(base):  # type: ignore[valid-type,misc]
-        """SafeLoader with the YAML 1.2 core schema's implicit resolvers only."""
-
-    CoreLoader.yaml_implicit_resolvers = {}
-    for tag, pattern, first in (
-            ("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""]),
-            ("tag:yaml.org,2002:bool", _BOOL, list("tTfF")),
-            ("tag:yaml.org,2002:int", _INT, list("-+0123456789")),
-            ("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789"))):
-        CoreLoader.add_implicit_resolver(tag, pattern, first)
-
-    def construct_int(loader: Any, node: Any) -> int:
-        text = loader.construct_scalar(node)
-        if text.startswith("0o"):
-            return int(text[2:], 8)
-        if text.startswith("0x"):
-            return int(text[2:], 16)
-        return int(text, 10)
-
-    def construct_float(loader: Any, node: Any) -> float:
-        text = str(loader.construct_scalar(node))
-        bare = text.lstrip("+-").lower()
-        if bare == ".inf":
-            return -math.inf if text.startswith("-") else math.inf
-        if bare == ".nan":
-            return math.nan
-        return float(text)
-
-    def construct_bool(loader: Any, node: Any) -> bool:
-        return str(loader.construct_scalar(node)).lower() == "true"
-
-    CoreLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
-    CoreLoader.add_constructor("tag:yaml.org,2002:float", construct_float)
-    CoreLoader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
-    _loader_class = CoreLoader
-    return CoreLoader
 
 
 def load_core(text: str, what: str) -> Any:

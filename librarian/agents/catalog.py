@@ -232,6 +232,8 @@ class Catalog:
                     continue  # too large or unreadable: check reports it
                 if not entry_problems(entry):
                     served.append(entry)
+                if len(served) > offset + PAGE:
+                    break  # one more than the page: there is a next page
             TreeMemo.save_all(store)
         page = served[offset: offset + PAGE]
         result: dict[str, Any] = {"skills": page, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}

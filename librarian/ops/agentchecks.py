@@ -31,9 +31,10 @@ def skill_paths(items: Iterable[str]) -> list[str]:
     return [p for p in items if p.startswith((f"{skills_dir}/", f"{SOURCES_DIR}/"))]
 
 
-def agent_warnings(items: Mapping[str, Sequence[Entry]], hidden: Iterable[str]
-                   ) -> list[str]:
-    """Warnings about what agents will read, for every skill item among ``items``."""
+def agent_warnings(items: Mapping[str, Sequence[Entry]], hidden: Iterable[str],
+                   sizes: Mapping[str, tuple[int, int]]) -> list[str]:
+    """Warnings about what agents will read, for every skill item among ``items``;
+    ``sizes`` holds each item's (files, bytes), counted where its files were read."""
     warnings: list[str] = []
     bare: dict[str, list[str]] = {}
     hidden_names = set(hidden)
@@ -42,13 +43,12 @@ def agent_warnings(items: Mapping[str, Sequence[Entry]], hidden: Iterable[str]
         manifest = next((e for e in entries if e[0] == f"{path}/SKILL.md"), None)
         if manifest is None:
             continue  # a recipe under sources/, or an invalid item check reports anyway
-        data = {e[0]: e[2]() for e in entries}
-        total = sum(len(d) for d in data.values())
-        if len(data) > MAX_FILES or total > MAX_BYTES:
-            warnings.append(f"{path}: {len(data)} files, {total} bytes: over the MCP skills "
+        count, total = sizes.get(path, (0, 0))
+        if count > MAX_FILES or total > MAX_BYTES:
+            warnings.append(f"{path}: {count} files, {total} bytes: over the MCP skills "
                             f"extension's limits ({MAX_FILES} files, {MAX_BYTES} bytes), so "
                             "`librarian mcp` does not list it in skills/list")
-        warnings.extend(_yaml_warnings(path, data[f"{path}/SKILL.md"]))
+        warnings.extend(_yaml_warnings(path, manifest[2]()))
         name = path.rsplit("/", 1)[-1]
         full = name if path.startswith(KIND_DIRS["skill"] + "/") else \
             f"{path.split('/')[1]}:{name}"

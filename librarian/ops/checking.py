@@ -195,7 +195,8 @@ def _managed_root(path: str) -> str:
 
 
 def _check_item(path: str, entries: list[Entry], policy: Policy,
-                warnings: list[str], digests: dict[str, str]) -> list[str]:
+                warnings: list[str], digests: dict[str, str],
+                sizes: dict[str, tuple[int, int]]) -> list[str]:
     files, problems = [], []
     for entry_path, mode, load in entries:
         relative = entry_path[len(path) + 1:]
@@ -204,6 +205,7 @@ def _check_item(path: str, entries: list[Entry], policy: Policy,
             problems.append(f"{entry_path}: {kind}; items hold regular files only")
             continue
         files.append(ItemFile(relative, mode == 0o100755, load()))
+    sizes[path] = (len(files), sum(len(f.data) for f in files))  # read once, here
     name = path.rsplit("/", 1)[-1]
     directory = path.split("/", 1)[0]
     try:
@@ -305,8 +307,9 @@ def check_library(
         seen: dict[str, str] = {}
         warnings: list[str] = []
         digests: dict[str, str] = {}
+        sizes: dict[str, tuple[int, int]] = {}
         for path in counted("check", sorted(items)):
-            problems.extend(_check_item(path, items[path], policy, warnings, digests))
+            problems.extend(_check_item(path, items[path], policy, warnings, digests, sizes))
             if path.startswith(SOURCES_DIR + "/"):
                 continue
             name = path.rsplit("/", 1)[-1]
@@ -318,6 +321,6 @@ def check_library(
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
         warnings.extend(_lock_warnings(locked, digests, items))
-        warnings.extend(agent_warnings(items, hidden))
+        warnings.extend(agent_warnings(items, hidden, sizes))
     return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
                        tuple(warnings))

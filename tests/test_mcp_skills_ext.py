@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from helpers import cli_ok, git, make_skill, write
@@ -265,3 +265,57 @@ def test_list_changes_reach_both_eras(library: Path, sources: Path, capsys: Cap,
             await legacy(session)
 
     anyio.run(main)
+
+
+def test_every_name_makes_a_uri_every_parser_reads() -> None:
+    """Whatever a skill or source is called, its SKILL.md URI parses (no port, the name
+    the last segment before SKILL.md) and reads back to the same skill."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from librarian.agents.catalog import named_uri, parse_uri
+
+    names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+                    max_size=30).filter(lambda n: n not in (".", "..") and "/" not in n
+                                        and "\x00" not in n)
+
+    @given(names.filter(lambda n: ":" not in n), names)
+    def check(source: str, name: str) -> None:
+        for uri, expected in ((named_uri(name, "retained"), ["library", name]),
+                              (named_uri(f"{source}:{name}", "managed"),
+                               ["sources", source, name])):
+            parts = urlsplit(uri)
+            assert parts.scheme == "skill" and parts.port is None and not parts.query
+            root, below = parse_uri(uri)
+            assert below == ["SKILL.md"]
+            assert root == uri[: -len("/SKILL.md")]
+            decoded = [unquote(s) for s in root[len("skill://"):].split("/")]
+            assert decoded == expected
+
+    check()
+
+
+def test_node_parses_every_uri_the_same_way(tmp_path: Path) -> None:
+    """Node's WHATWG URL parser reads the URIs of awkward names without throwing, and
+    finds the skill's name as the last path segment before SKILL.md."""
+    import shutil
+
+    from librarian.agents.catalog import named_uri
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    names = ["pdf", "a b", "ü-ñ", "x#y", "q?r", "100%", "dot.name", "[v6]", "a@b", "semi;c",
+             "tab\tname", "back\\slash"]
+    uris = [named_uri(n, "retained") for n in names] + [
+        named_uri(f"team:{n}", "managed") for n in names]
+    script = ("const uris = JSON.parse(process.argv[1]); const out = [];\n"
+              "for (const u of uris) { const url = new URL(u);\n"
+              "  const parts = url.pathname.split('/');\n"
+              "  out.push([url.port, decodeURIComponent(parts[parts.length - 2])]); }\n"
+              "console.log(JSON.stringify(out));\n")
+    done = subprocess.run(["node", "-e", script, json.dumps(uris)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    assert [port for port, _ in read] == [""] * len(uris)
+    assert [name for _, name in read] == names + names

@@ -100,3 +100,14 @@ def test_librarian_mcp_serves_a_profile(
             assert "pdf" not in [h["name"] for h in found.structured_content["hits"]]
 
     anyio.run(main)
+
+
+def test_mcp_with_an_unknown_profile_exits_2_before_serving(library: Path) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "librarian", "--library", str(library), "mcp", "--profile",
+         "nobody"], input="", capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "no agent profile 'nobody'" in done.stderr and done.stdout == ""

@@ -319,3 +319,24 @@ def test_node_parses_every_uri_the_same_way(tmp_path: Path) -> None:
     read = json.loads(done.stdout)
     assert [port for port, _ in read] == [""] * len(uris)
     assert [name for _, name in read] == names + names
+
+
+def test_digests_are_remembered_by_blob_id(library: Path, sources: Path, capsys: Cap) -> None:
+    """A file's digest is computed once per blob: a second server reads it from the memo
+    (shown here by a remembered value no hashing would give)."""
+    cli_ok(capsys, library, "retain", str(make_skill(sources, "alpha")))
+    blob = git(library, "rev-parse", "HEAD:skills/alpha/SKILL.md").stdout.decode().strip()
+    listed: list[dict[str, Any]] = []
+
+    async def body(session: ClientSession) -> None:
+        listed.append(await request(session, "skills/list"))
+
+    drive(library, body)
+    memo = library / ".git" / "librarian" / "cache" / "skill-digests.json"
+    document = json.loads(memo.read_text())
+    digest, size = document["entries"][blob].split()
+    assert listed[0]["skills"][0]["resources"][0]["digest"] == digest
+    document["entries"][blob] = f"sha256:{'0' * 64} {size}"
+    memo.write_text(json.dumps(document))
+    drive(library, body)
+    assert listed[1]["skills"][0]["resources"][0]["digest"] == f"sha256:{'0' * 64}"

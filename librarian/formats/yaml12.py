@@ -5,7 +5,8 @@ PyYAML resolves plain scalars by YAML 1.1: ``yes``/``no``/``on``/``off`` are boo
 skills extension (and every YAML 1.2 reader) read those as the strings ``"yes"``,
 ``"1:30"``, ``"2026-01-02"`` and the integer 12, and verify a served entry's frontmatter
 against their own reading of SKILL.md. ``load_core`` reads the text with the core
-schema's resolvers only (null, booleans, integers in base 10, ``0o`` and ``0x``, floats);
+schema's resolvers only (null, booleans, integers in base 10, ``0o`` and ``0x``, floats;
+the loader is ``yamlio.core_loader``, so SKILL.md's own parsing uses it too);
 ``ambiguous_keys`` names the keys whose value the two readings disagree about, for
 ``check`` to warn about. Only plain data is read (``yamlio`` judges tags and aliases).
 """

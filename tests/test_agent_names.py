@@ -56,3 +56,31 @@ def test_two_visible_skills_with_one_name_are_reported_and_told_apart(
     assert any(p.endswith("anth/skills/pdf") for p in marketplace["plugins"][0]["skills"])
     report = json.loads(cli_ok(capsys, library, "check", "--json").out)
     assert not [w for w in report["warnings"] if "more than once" in w]
+
+
+def test_claude_code_loads_each_bare_name_once(
+    library: Path, sources: Path, capsys: Cap, tmp_path: Path
+) -> None:
+    """With the real ``claude`` (skipped without it): the marketplace route of a library
+    holding a retained ``pdf`` and a source's ``pdf`` loads one ``pdf``."""
+    import shutil
+    import subprocess
+
+    claude = shutil.which("claude")
+    if claude is None:
+        pytest.skip("claude is not on PATH")
+    cli_ok(capsys, library, "retain", str(make_skill(sources, "pdf")))
+    upstream = Upstream(tmp_path / "up").skill("skills/pdf").skill("skills/docx")
+    upstream.commit()
+    install(capsys, library, upstream, source="anth")
+
+    def claude_says(*args: str) -> str:
+        done = subprocess.run([claude, "plugin", *args], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    claude_says("marketplace", "add", str(library))
+    claude_says("install", "test-lib@test-lib")
+    details = claude_says("details", "test-lib")
+    assert "Skills (2)" in details and "docx, pdf" in details, details

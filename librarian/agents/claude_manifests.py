@@ -61,10 +61,22 @@ def committed_config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | 
 
 def visible_skills(store: GitStore, tree: ObjectId | None,
                    config: LibraryConfig) -> list[VisibleSkill]:
+    """The visible skills, each bare name once: Claude Code names a plugin's skills by
+    folder, so a managed ``team:pdf`` beside a retained ``pdf`` (or a second source's
+    ``pdf``) would load as a second ``pdf``. The retained skill, else the first in path
+    order, keeps the name; ``check`` reports the others (``librarian mcp`` serves all)."""
     hidden = set(config.hidden)
-    return [VisibleSkill(item.path, item.state == "managed")
-            for item in committed_items(store, tree)
-            if item.kind == "skill" and item.state != "draft" and item.name not in hidden]
+    found = [item for item in committed_items(store, tree)
+             if item.kind == "skill" and item.state != "draft" and item.name not in hidden]
+    taken = {item.bare_name for item in found if item.state != "managed"}
+    listed = []
+    for item in found:
+        if item.state == "managed":
+            if item.bare_name in taken:
+                continue
+            taken.add(item.bare_name)
+        listed.append(VisibleSkill(item.path, item.state == "managed"))
+    return listed
 
 
 def expected_plugin_files(store: GitStore, tree: ObjectId | None) -> dict[str, bytes]:

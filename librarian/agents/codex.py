@@ -14,6 +14,7 @@ from librarian.agents.claude_manifests import committed_config
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES
 from librarian.core.values import frozen
 from librarian.library import Library, committed_items
+from librarian.prompt.profiles import committed_profile, shown
 
 
 @frozen
@@ -27,7 +28,10 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a TOML basic string has JSON's escapes
 
 
-def codex_config(library: Library) -> CodexConfig:
+def codex_config(library: Library, profile: str | None = None) -> CodexConfig:
+    """The entries disabling the hidden retained skills (and, for an agent ``profile``,
+    every retained skill the profile does not show)."""
+    narrowing = committed_profile(library, profile) if profile is not None else None
     with library.store() as store:
         tree = store.tree_of(store.head())
         config = committed_config(store, tree)
@@ -35,7 +39,8 @@ def codex_config(library: Library) -> CodexConfig:
         paths = tuple(str(library.path_of(item.path) / MANIFEST_FILES["skill"])
                       for item in committed_items(store, tree)
                       if item.kind == "skill" and item.state == "retained"
-                      and item.name in hidden)
+                      and (item.name in hidden or (narrowing is not None
+                                                   and not shown(narrowing, item.name))))
     lines = [f"# Codex: hide the skills the librarian library at {library.root} hides.",
              "# Add to ~/.codex/config.toml (`librarian export codex-config` again after "
              "hide/show).", f"# Codex reads {library.root / KIND_DIRS['skill']} when the "

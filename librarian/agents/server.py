@@ -26,14 +26,22 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 
 from librarian import __version__
-from librarian.agents import skills, tools
+from librarian.agents import catalog, skills, tools
+from librarian.agents.arguments import check_arguments
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
 from librarian.library import Library
 from librarian.prompt.entries import Registry
+from librarian.prompt.profiles import committed_profile, profiled_registry
 from librarian.prompt.registry import load_registry
 
 LOG = logging.getLogger("librarian.mcp")
@@ -53,6 +61,12 @@ BUILTIN: dict[str, tuple[str, dict[str, Any], list[str]]] = {
                         "(progressive disclosure; nothing outside the skill is readable).",
                         {"name": {"type": "string"}, "path": {"type": "string"}},
                         ["name", "path"]),
+    "search_skills": ("Search the visible skills by name, description and body, best "
+                      "first (those list_skills leaves out for its budget included); each "
+                      "hit's SKILL.md loads with load_skill or its uri.",
+                      {"query": {"type": "string"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
+                      ["query"]),
     "run_status": ("The status (and, once ended, the result) of a tool run by its run id.",
                    {"run_id": {"type": "string"}}, ["run_id"]),
     "wait_run": ("Wait for a tool run to end (at most timeout seconds, 600 at most) and "
@@ -91,25 +105,69 @@ def error_result(exc: LibrarianError) -> types.CallToolResult:
                                "exit_code": exc.exit_code, "kind": type(exc).__name__}, True)
 
 
+class GetSkillParams(types.RequestParams):
+    uri: str
+
+
+class DirectoryParams(types.PaginatedRequestParams):
+    uri: str
+
+
+async def advertise_extension(ctx: ServerRequestContext[Any],
+                              call_next: Callable[[ServerRequestContext[Any]], Any]) -> Any:
+    """The skills extension in ``initialize``'s capabilities too: the SDK leaves
+    ``extensions`` out of a 2025-11-25 answer (that revision's schema has no such field),
+    while hosts of that revision look for it there."""
+    result = await call_next(ctx)
+    if ctx.method == "initialize" and isinstance(result, dict):
+        capabilities = result.setdefault("capabilities", {})
+        capabilities.setdefault("extensions", {})[catalog.EXTENSION] = {"directoryRead": True}
+    return result
+
+
 class LibraryServer:
     """The state of one server: its library, the registry of the HEAD it last read, the
     sessions to notify when HEAD moves."""
 
-    def __init__(self, library: Library, *, cwd: Path | None = None) -> None:
+    def __init__(self, library: Library, *, cwd: Path | None = None,
+                 profile: str | None = None) -> None:
         self.library = library
+        self.profile = profile  # an agent profile of library.yaml: narrows every listing
         self.cwd = cwd or Path.cwd()
         self.head: bytes | None = self._read_head()
         self._registry: tuple[bytes | None, Registry] | None = None
         self.sessions: list[ServerSession] = []
         self.server: Server[Any] = Server(
             "librarian", version=__version__, title=f"librarian: {library.root.name}",
-            instructions=skills.instructions(library, self.registry()),
+            instructions=self._instructions(),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,
             on_list_resource_templates=self.list_templates,
             on_read_resource=self.read_resource)
         self.server.add_notification_handler("notifications/initialized",
                                              types.NotificationParams, self.initialized)
+        # 2026-07-28: change notifications travel on `subscriptions/listen` streams only.
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self.server.add_request_handler("subscriptions/listen",
+                                        types.SubscriptionsListenRequestParams, self.listen)
+        self.catalog = catalog.Catalog(library, self.narrow)
+        self.server.extensions[catalog.EXTENSION] = {"directoryRead": True}
+        self.server.middleware.append(advertise_extension)
+        self.server.add_request_handler("skills/list", types.PaginatedRequestParams,
+                                        self.skills_list)
+        self.server.add_request_handler("skills/get", GetSkillParams, self.skills_get)
+        self.server.add_request_handler("resources/directory/read", DirectoryParams,
+                                        self.directory_read)
+
+    def _instructions(self) -> str:
+        try:
+            return skills.instructions(self.library, self.registry())
+        except LibrarianError as exc:  # served anyway: each call says what is wrong
+            return skills.instructions_without_registry(self.library, error_text(exc))
+
+    def narrow(self, registry: Registry) -> Registry:
+        return profiled_registry(self.library, registry, self.profile)
 
     def _read_head(self) -> bytes | None:
         with self.library.store() as store:
@@ -118,7 +176,9 @@ class LibraryServer:
     def registry(self) -> Registry:
         head = self._read_head()
         if self._registry is None or self._registry[0] != head:
-            self._registry = (head, load_registry(self.library))
+            self._registry = (head, profiled_registry(self.library,
+                                                      load_registry(self.library),
+                                                      self.profile))
         return self._registry[1]
 
     async def _in_thread(self, work: Callable[[], T]) -> T:
@@ -132,16 +192,26 @@ class LibraryServer:
             self.sessions.append(ctx.session)
 
     async def watch(self, interval: float = POLL_SECONDS) -> None:
+        failing: str | None = None  # said once, not every poll, until it changes
         while True:
             await anyio.sleep(interval)
             try:
                 head = await self._in_thread(self._read_head)
-            except Exception:  # a damaged or vanished repository: say so, keep serving
-                LOG.exception("librarian mcp: reading HEAD failed")
+            except Exception as exc:  # a damaged or vanished repository: say so once
+                said = f"librarian mcp: cannot read the library's HEAD: {exc!r}"
+                if said != failing:
+                    LOG.warning("%s (calls answer with the error until it is readable)",
+                                said)
+                    failing = said
                 continue
+            if failing is not None:
+                LOG.warning("librarian mcp: the library's HEAD is readable again")
+                failing = None
             if head == self.head:
                 continue
             self.head = head
+            await self.bus.publish(ToolsListChanged())
+            await self.bus.publish(ResourcesListChanged())
             for session in list(self.sessions):
                 try:
                     await session.send_tool_list_changed()
@@ -154,20 +224,27 @@ class LibraryServer:
 
     async def list_tools(self, ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        registry = await self._in_thread(self.registry)
-        curation = await self._in_thread(lambda: allowed_tools(self.library))
-        listed = [types.Tool(name=name, description=text,
-                             input_schema=tools.object_schema(props, req))
-                  for name, (text, props, req) in BUILTIN.items()]
-        for tool in curation:
-            text, schema = curation_schema(tool)
-            listed.append(types.Tool(name=tool, description=text, input_schema=schema))
-        # An exposed tool named like a curation verb is not offered (the verb keeps its
-        # meaning); `librarian expose --as` gives it another name.
-        listed += [types.Tool(name=d.name, description=d.description,
-                              input_schema=d.input_schema)
-                   for d in tools.tool_definitions(registry) if d.name not in TOOL_VERBS]
+        listed = [types.Tool(name=name, description=text, input_schema=schema)
+                  for name, (text, schema) in (await self._in_thread(self.schemas)).items()]
         return types.ListToolsResult(tools=listed)
+
+    def schemas(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every tool offered now: name -> (description, input schema). A committed
+        library.yaml or tools.yaml that cannot be read leaves out what depends on it (a
+        call of list_skills says why); the built-in tools are always offered."""
+        offered = {name: (text, tools.object_schema(props, req))
+                   for name, (text, props, req) in BUILTIN.items()}
+        try:
+            for tool in allowed_tools(self.library):
+                offered[tool] = curation_schema(tool)
+            # An exposed tool named like a curation verb is not offered (the verb keeps
+            # its meaning); `librarian expose --as` gives it another name.
+            for d in tools.tool_definitions(self.registry()):
+                if d.name not in TOOL_VERBS:
+                    offered.setdefault(d.name, (d.description, d.input_schema))
+        except LibrarianError as exc:
+            LOG.warning("librarian mcp: %s", error_text(exc))
+        return offered
 
     async def call_tool(self, ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -184,6 +261,16 @@ class LibraryServer:
 
     def _call(self, name: str, args: dict[str, Any], agent: str) -> types.CallToolResult:
         lib = self.library
+        schema = BUILTIN.get(name)
+        if schema is not None:
+            check_arguments(name, args, tools.object_schema(schema[1], schema[2]))
+        elif name in TOOL_VERBS:
+            check_arguments(name, args, curation_schema(name)[1])
+        else:
+            definition = next((d for d in tools.tool_definitions(self.registry())
+                               if d.name == name), None)
+            if definition is not None:
+                check_arguments(name, args, definition.input_schema)
         if name == "list_skills":
             budget = args.get("budget")
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
@@ -197,6 +284,16 @@ class LibraryServer:
                                            str(args.get("path", "")))
             document = found.to_json()
             return _text_result(document.get("text", document.get("data", "")), document)
+        if name == "search_skills":
+            registry = self.registry()
+            searched = skills.search(lib, args["query"], args.get("limit", 10),
+                                  registry=registry)
+            states = {s.name: s.state for s in registry.skills}
+            hits = [{"name": h.name, "description": h.description, "location": h.location,
+                     "uri": catalog.named_uri(h.name, states.get(h.name, "retained")),
+                     "score": h.score} for h in searched.hits]
+            return _json_result({"kind": "search", "query": searched.query, "hits": hits,
+                                 "indexed": searched.indexed})
         if name in ("run_status", "wait_run"):
             run_id = str(args.get("run_id", ""))
             done = (tools.run_status(lib, run_id) if name == "run_status" else
@@ -213,27 +310,53 @@ class LibraryServer:
 
     # -- resources -------------------------------------------------------------------
 
+    async def _answer(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A request of the skills extension: an unknown URI or cursor is -32602."""
+        try:
+            return await self._in_thread(work)
+        except LibrarianError as exc:
+            raise MCPError(types.INVALID_PARAMS, error_text(exc)) from None
+
+    async def skills_list(self, ctx: ServerRequestContext[Any],
+                          params: types.PaginatedRequestParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.list_page(params.cursor))
+
+    async def skills_get(self, ctx: ServerRequestContext[Any],
+                         params: GetSkillParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.get(params.uri))
+
+    async def directory_read(self, ctx: ServerRequestContext[Any],
+                             params: DirectoryParams) -> dict[str, Any]:
+        return await self._answer(lambda: self.catalog.directory(params.uri))
+
     async def list_resources(self, ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
                              ) -> types.ListResourcesResult:
         registry = await self._in_thread(self.registry)
         return types.ListResourcesResult(resources=[
-            types.Resource(name=s.name, uri=skills.skill_uri(s.name, "SKILL.md"),
+            types.Resource(name=s.name, uri=skills.resource_uri(s.name, s.state),
                            description=s.description, mime_type="text/markdown")
             for s in registry.skills])
 
     async def list_templates(self, ctx: ServerRequestContext[Any],
                              params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            name="skill-file", uri_template="skill://{name}/{path}",
-            description="A file of a skill, by the skill's name and the file's path in it.")])
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(
+                name="skill-file", uri_template="skill://library/{name}/{+path}",
+                description="A file of a retained skill, by its name and path in it."),
+            types.ResourceTemplate(
+                name="managed-skill-file", uri_template="skill://sources/{source}/{name}/{+path}",
+                description="A file of a managed skill, by source, name and path in it.")])
 
     async def read_resource(self, ctx: ServerRequestContext[Any],
                             params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         def read() -> skills.SkillFile:
-            name, path = skills.parse_skill_uri(params.uri)
+            if params.uri.startswith(("skill://library/", "skill://sources/")):
+                path, data = self.catalog.read(params.uri)
+                return skills.SkillFile(params.uri, path, data)
+            name, path = skills.parse_skill_uri(params.uri)  # skill://NAME/PATH, as before
             return skills.read_skill_file(self.library, name, path)
 
         try:
@@ -244,15 +367,11 @@ class LibraryServer:
         contents: types.TextResourceContents | types.BlobResourceContents
         if "text" in document:
             contents = types.TextResourceContents(uri=params.uri, text=document["text"],
-                                                  mime_type=_mime(found.path))
+                                                  mime_type=catalog.mime_of(found.path))
         else:
             contents = types.BlobResourceContents(uri=params.uri, blob=document["data"],
                                                   mime_type="application/octet-stream")
         return types.ReadResourceResult(contents=[contents])
-
-
-def _mime(path: str) -> str:
-    return "text/markdown" if path.endswith(".md") else "text/plain"
 
 
 async def _serve(state: LibraryServer) -> None:
@@ -264,10 +383,13 @@ async def _serve(state: LibraryServer) -> None:
         group.cancel_scope.cancel()
 
 
-def serve(library: Library) -> None:
-    """Serve ``library`` on stdin/stdout until the client closes stdin."""
+def serve(library: Library, profile: str | None = None) -> None:
+    """Serve ``library`` (as agent ``profile`` sees it) on stdin/stdout until the client
+    closes stdin."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     LOG.addHandler(handler)
     LOG.propagate = False
-    anyio.run(_serve, LibraryServer(library))
+    if profile is not None:
+        committed_profile(library, profile)  # an unknown profile: exit 2 before serving
+    anyio.run(_serve, LibraryServer(library, profile=profile))

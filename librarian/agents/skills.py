@@ -14,15 +14,18 @@ import json
 import stat
 from typing import Any
 
+from librarian.agents.catalog import named_uri
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.values import frozen
 from librarian.errors import UsageError
-from librarian.git import GitStore
+from librarian.git import GitStore, blob_size
 from librarian.library import Item, Library, committed_items
 from librarian.prompt.entries import Registry
+from librarian.prompt.profiles import committed_profile
 from librarian.prompt.registry import load_registry
 from librarian.prompt.render import render_prompt
+from librarian.prompt.search import SearchResult, search_skills
 
 SCHEME = "skill://"
 MAX_FILE_BYTES = 8 * 1024 * 1024  # the default per-file bound: nothing larger is committed
@@ -58,7 +61,7 @@ def load_skill(library: Library, name: str) -> dict[str, Any]:
         files = [path for path, _ in store.walk(item.tree)]
     return {"name": item.name, "path": item.path, "state": item.state,
             "location": str(library.path_of(item.path) / MANIFEST_FILES["skill"]),
-            "uri": skill_uri(item.name, MANIFEST_FILES["skill"]),
+            "uri": named_uri(item.name, item.state),
             "body": body, "files": files}
 
 
@@ -105,6 +108,9 @@ def read_skill_file(library: Library, name: str, path: str) -> SkillFile:
                              hint="load_skill lists the skill's files")
         if entry.mode not in (MODE_FILE, MODE_EXECUTABLE):
             raise UsageError(f"{item.path}/{wanted} is not a regular file")
+        size = blob_size(store, entry.sha)  # from the object's header: nothing read yet
+        if size is not None and size > MAX_FILE_BYTES:
+            raise UsageError(f"{item.path}/{wanted} is larger than {MAX_FILE_BYTES} bytes")
         data = store.read_blob(entry.sha)
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"{item.path}/{wanted} is larger than {MAX_FILE_BYTES} bytes")
@@ -113,6 +119,11 @@ def read_skill_file(library: Library, name: str, path: str) -> SkillFile:
 
 def skill_uri(name: str, path: str) -> str:
     return f"{SCHEME}{name}/{path}"
+
+
+def resource_uri(name: str, state: str) -> str:
+    """The URI of a listed skill's SKILL.md (the skills extension's own)."""
+    return named_uri(name, state)
 
 
 def parse_skill_uri(uri: str) -> tuple[str, str]:
@@ -125,16 +136,33 @@ def parse_skill_uri(uri: str) -> tuple[str, str]:
     return name, path
 
 
+def instructions_without_registry(library: Library, problem: str) -> str:
+    """The instructions when the committed library cannot be listed (a bad library.yaml):
+    how to use the server and what is wrong."""
+    return _usage(library) + f"\nThe library cannot be listed now: {problem}\n"
+
+
 def instructions(library: Library, registry: Registry | None = None) -> str:
     """The server's instructions: how to use it, then the bodies of resident skills."""
     registry = registry or load_registry(library)
-    lines = [
+    lines = [_usage(library)]
+    for skill in registry.resident:
+        lines += ["", f"## Resident skill: {skill.name}", "", skill.body.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def _usage(library: Library) -> str:
+    return (
         f"This server is the librarian library at {library.root}: the agent's skills and "
         "tools, kept in git. Call list_skills to see the skills (name, description); "
         "load_skill(name) returns a skill's SKILL.md and its files, read_skill_file(name, "
         "path) one file. Exposed tools run through librarian's execution gate: a refusal "
-        "says why, and only a person approves a recipe (`librarian approve`).",
-    ]
-    for skill in registry.resident:
-        lines += ["", f"## Resident skill: {skill.name}", "", skill.body.strip()]
-    return "\n".join(lines) + "\n"
+        "says why, and only a person approves a recipe (`librarian approve`).")
+
+
+def search(library: Library, query: str, limit: int = 10, profile: str | None = None,
+           registry: Registry | None = None) -> SearchResult:
+    """``librarian search`` / ``search_skills``: the visible skills (of ``profile``, when
+    given) best matching ``query``."""
+    narrowing = committed_profile(library, profile) if profile is not None else None
+    return search_skills(library, query, limit, narrowing, registry)

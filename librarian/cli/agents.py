@@ -4,6 +4,8 @@ imports); nothing else does."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
@@ -15,26 +17,48 @@ export_app = typer.Typer(
 app.add_typer(export_app, name="export")
 
 
+ProfileOpt = Annotated[str | None, typer.Option(
+    "--profile", help="Only what this agent profile of library.yaml shows.")]
+
+
 @app.command()
-def mcp(as_json: JsonOpt = False) -> None:
+def mcp(profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
     """Serve the library to agents over the Model Context Protocol (stdio).
 
     It speaks JSON-RPC on stdout until the client closes stdin (``--json`` changes nothing)."""
     try:
         from librarian.agents.server import serve
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("mcp"):
+        # The SDK or any of its own dependencies (anyio, pydantic, …): not librarian's.
+        if (exc.name or "").split(".")[0] == "librarian":
             raise
         raise UsageError("`librarian mcp` needs the MCP SDK, which is not installed",
                          hint="pip install 'agent-librarian[mcp]'") from None
-    serve(current_library())
+    serve(current_library(), profile)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Words to look for.")],
+    limit: Annotated[int, typer.Option("--limit", help="At most this many (1-50).")] = 10,
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find visible skills by name, description and body (best first), those a prompt
+    budget leaves out included."""
+    from librarian.agents.skills import search
+
+    found = search(current_library(), query, limit, profile)
+    lines = [f"{hit.name}  {hit.description}\n    {hit.location}" for hit in found.hits]
+    emit({"kind": "search", **jsonable(found)}, as_json,
+         "\n".join(lines) or f"no visible skill matches {query!r}")
 
 
 @export_app.command("codex-config")
-def codex_config(as_json: JsonOpt = False) -> None:
-    """Print the ~/.codex/config.toml entries that hide from Codex what the library hides."""
+def codex_config(profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
+    """The ~/.codex/config.toml entries that hide from Codex what the library hides."""
     from librarian.agents.codex import codex_config as build
 
-    config = build(current_library())
+    config = build(current_library(), profile)
     document = {"kind": "codex_config", **jsonable(config)}
     emit(document, as_json, config.toml.rstrip("\n"))

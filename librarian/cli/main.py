@@ -33,7 +33,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
     **dict.fromkeys(("source", "outdated", "update", "resolve"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
-    **dict.fromkeys(("mcp", "export"), "agents"),
+    **dict.fromkeys(("mcp", "export", "search"), "agents"),
     "daemon": "daemon",
 }
 FOUNDATION_COMMANDS = frozenset(

@@ -148,15 +148,20 @@ def prompt(
     fmt: Annotated[str, typer.Option("--format", help="xml, markdown or json.")] = "xml",
     budget: Annotated[int | None, typer.Option(
         "--budget", help="At most this many characters; what is cut is said.")] = None,
+    operator: Annotated[bool, typer.Option(
+        "--operator", help="JSON only: add the hidden skills under `operator` (a view "
+        "for people; agents never get it).")] = False,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", help="Only what this agent profile of library.yaml shows.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The agent registry: skills, resident bodies, recipes, exposed tools."""
-    from librarian.prompt.registry import load_registry
+    from librarian.prompt.profiles import agent_registry
     from librarian.prompt.render import check_format, render_prompt
 
     check_format(fmt)  # refused with --json too, which overrides the format
-    rendered = render_prompt(load_registry(current_library()), "json" if as_json else fmt,
-                             budget)
+    rendered = render_prompt(agent_registry(current_library(), profile),
+                             "json" if as_json else fmt, budget, operator=operator)
     sys.stdout.write(rendered.text + "\n")
     for problem in rendered.problems:
         sys.stderr.write(f"librarian: warning: {problem}\n")

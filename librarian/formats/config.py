@@ -62,6 +62,15 @@ class SourceConfig:
 
 
 @frozen
+class AgentProfile:
+    """``agents.profiles.NAME``: what one agent is shown, as patterns over skill names
+    (``pdf``, ``team:*``); it only narrows what the library shows."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@frozen
 class LibraryConfig:
     name: str
     policy: Policy = field(default_factory=Policy)
@@ -70,6 +79,7 @@ class LibraryConfig:
     sources: Mapping[str, SourceConfig] = field(default_factory=dict)
     agents_may: tuple[str, ...] | None = None  # ``agents: {may: [...]}``; None: not set
     enforcement: str | None = None  # ``run: {enforcement: ...}``; None: not set (strict)
+    profiles: Mapping[str, AgentProfile] = field(default_factory=dict)  # agents.profiles
 
     @property
     def best_effort(self) -> bool:
@@ -139,8 +149,19 @@ def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryCon
             trust=_strings(spec.get("trust"), f"{what}.trust"),
         )
     agents = mapping_of(doc.get("agents"), f"{where}: agents")
-    _unknown(agents, {"may"}, f"{where}: agents")
+    _unknown(agents, {"may", "profiles"}, f"{where}: agents")
     may = _strings(agents.get("may"), f"{where}: agents.may") if "may" in agents else None
+    profiles = {}
+    for profile, spec_doc in mapping_of(agents.get("profiles"),
+                                        f"{where}: agents.profiles").items():
+        what = f"{where}: agents.profiles.{profile}"
+        if name_problem(profile):
+            raise UsageError(f"{what}: not a valid profile name",
+                             hint="1-64 of a-z, 0-9 and -")
+        spec = mapping_of(spec_doc, what)
+        _unknown(spec, {"include", "exclude"}, what)
+        profiles[profile] = AgentProfile(_strings(spec.get("include"), f"{what}.include"),
+                                         _strings(spec.get("exclude"), f"{what}.exclude"))
     for verb in may or ():
         if verb not in AGENT_VERBS:
             raise UsageError(f"{where}: agents.may: unknown verb {verb!r}",
@@ -155,6 +176,7 @@ def library_config_of(document: object, where: str = LIBRARY_FILE) -> LibraryCon
     return LibraryConfig(
         agents_may=may,
         enforcement=enforcement,
+        profiles=profiles,
         name=name,
         policy=_policy(policy_doc),
         resident=_strings(skills.get("resident"), f"{where}: skills.resident"),
@@ -207,8 +229,15 @@ def dump_library_config(config: LibraryConfig) -> bytes:
         if getattr(config.policy, key) != getattr(Policy(), key):
             policy[key] = getattr(config.policy, key)
     extra: dict[str, Any] = {}  # sections written only when set
+    agents_doc: dict[str, Any] = {}
     if config.agents_may is not None:
-        extra["agents"] = {"may": list(config.agents_may)}
+        agents_doc["may"] = list(config.agents_may)
+    if config.profiles:
+        agents_doc["profiles"] = {
+            name: {"include": list(p.include), "exclude": list(p.exclude)}
+            for name, p in sorted(config.profiles.items())}
+    if agents_doc:
+        extra["agents"] = agents_doc
     if config.enforcement is not None:
         extra["run"] = {"enforcement": config.enforcement}
     return dump_yaml(

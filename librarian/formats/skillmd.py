@@ -66,10 +66,11 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
-def load_yaml_collecting(text: str, what: str, problems: list[str]) -> Any:
+def load_yaml_collecting(text: str, what: str, problems: list[str], *,
+                         core: bool = False) -> Any:
     """``load_yaml`` that records a failure in ``problems`` and returns None instead."""
     try:
-        return load_yaml(text, what)
+        return load_yaml(text, what, core=core)
     except UsageError as exc:  # yamlio maps every PyYAML failure to UsageError
         problems.append(exc.message)
     return None
@@ -114,7 +115,9 @@ def _parse(data: bytes, problems: list[str]) -> SkillManifest | None:
             problems.append("frontmatter: SKILL.md must start with a '---' line")
         return None
     frontmatter, body = parts
-    document = load_yaml_collecting(frontmatter, "frontmatter", problems)
+    # Read as agents' hosts read it (YAML 1.2: `yes` and dates are strings), so what
+    # librarian lists is what they load; `check` names the keys the two readings differ on.
+    document = load_yaml_collecting(frontmatter, "frontmatter", problems, core=True)
     if problems:
         return None
     if document is None:

@@ -14,6 +14,7 @@ words`` a line, the shape of most SKILL.md frontmatter) are read without it, so 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from itertools import repeat
 from typing import Any
@@ -139,8 +140,11 @@ def _loader() -> Any:
     return _strict
 
 
-def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
-    """Parse one YAML document safely; errors name ``what`` (usually a path)."""
+def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYTES,
+              core: bool = False) -> Any:
+    """Parse one YAML document safely; errors name ``what`` (usually a path). ``core``
+    resolves plain scalars by YAML 1.2's core schema (``formats.yaml12``), as agents'
+    hosts read SKILL.md frontmatter, instead of PyYAML's YAML 1.1."""
     size = len(data.encode("utf-8") if isinstance(data, str) else data)
     if size > max_bytes:
         raise UsageError(f"{what} is {size} bytes; the limit is {max_bytes}", path=what)
@@ -158,6 +162,8 @@ def load_yaml(data: bytes | str, what: str, *, max_bytes: int = MAX_MANIFEST_BYT
         problem = _plain_data_problem(data)
         if problem is not None:
             raise UsageError(f"{what} {problem}", path=what)
+        if core:
+            return yaml.load(data, Loader=core_loader())  # noqa: S506 - a safe loader
         return yaml.load(data, Loader=_loader())  # noqa: S506 - a safe loader
     except DuplicateKey as exc:
         raise UsageError(
@@ -193,3 +199,59 @@ def dump_yaml(document: Any) -> bytes:
         width=100,
     )
     return text.encode("utf-8")
+
+
+# -- YAML 1.2's core schema (``formats.yaml12``) --------------------------------------
+
+_loader_class: Any = None
+
+
+def core_loader() -> Any:
+    """A safe loader class resolving plain scalars by YAML 1.2's core schema."""
+    global _loader_class
+    if _loader_class is not None:
+        return _loader_class
+    import re
+
+    import yaml  # start-up cost: see the module docstring
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class CoreLoader(base):  # type: ignore[valid-type,misc]
+        """SafeLoader with the YAML 1.2 core schema's implicit resolvers only."""
+
+    CoreLoader.yaml_implicit_resolvers = {}
+    for tag, pattern, first in (
+            ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+            ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+            ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+            ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                      r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", list("-+.0123456789"))):
+        CoreLoader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", re.compile(pattern),
+                                         first)
+
+    def construct_int(loader: Any, node: Any) -> int:
+        text = loader.construct_scalar(node)
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text, 10)
+
+    def construct_float(loader: Any, node: Any) -> float:
+        text = str(loader.construct_scalar(node))
+        bare = text.lstrip("+-").lower()
+        if bare == ".inf":
+            return -math.inf if text.startswith("-") else math.inf
+        if bare == ".nan":
+            return math.nan
+        return float(text)
+
+    def construct_bool(loader: Any, node: Any) -> bool:
+        return str(loader.construct_scalar(node)).lower() == "true"
+
+    CoreLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    CoreLoader.add_constructor("tag:yaml.org,2002:float", construct_float)
+    CoreLoader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
+    _loader_class = CoreLoader
+    return CoreLoader

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from librarian.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from librarian.git.blobsize import blob_size as blob_size
     from librarian.git.ignores import GitIgnores as GitIgnores
     from librarian.git.index import IndexEntry as IndexEntry
     from librarian.git.index import IndexLockedError as IndexLockedError
@@ -70,6 +71,7 @@ __getattr__ = lazy_exports(__name__, {
     "ObjectId": "repo",
     "TreeEntry": "repo",
     "blob_sha1": "trees",
+    "blob_size": "blobsize",
     "consolidate_packs": "packs",
     "core_worktree": "settings",
     "describe_hunk": "merge",

@@ -41,6 +41,7 @@ from librarian.formats.config import (
 )
 from librarian.git import GitStore, read_index
 from librarian.library import Library
+from librarian.ops.agentchecks import agent_warnings
 
 Loader = Callable[[], bytes]
 #: (posix path in the library, git mode, content loader)
@@ -199,7 +200,8 @@ def _managed_root(path: str) -> str:
 
 
 def _check_item(path: str, entries: list[Entry], policy: Policy,
-                warnings: list[str], digests: dict[str, str]) -> list[str]:
+                warnings: list[str], digests: dict[str, str],
+                sizes: dict[str, tuple[int, int]]) -> list[str]:
     files, problems = [], []
     for entry_path, mode, load in entries:
         relative = entry_path[len(path) + 1:]
@@ -208,6 +210,7 @@ def _check_item(path: str, entries: list[Entry], policy: Policy,
             problems.append(f"{entry_path}: {kind}; items hold regular files only")
             continue
         files.append(ItemFile(relative, mode == 0o100755, load()))
+    sizes[path] = (len(files), sum(len(f.data) for f in files))  # read once, here
     name = path.rsplit("/", 1)[-1]
     directory = path.split("/", 1)[0]
     try:
@@ -279,11 +282,13 @@ def check_library(
         )
         items, top, problems = _group(entries)
         policy = Policy()
+        hidden: tuple[str, ...] = ()
         if LIBRARY_FILE not in top:
             problems.append(f"{LIBRARY_FILE}: missing")
         else:
             try:
-                policy = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE).policy
+                config = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE)
+                policy, hidden = config.policy, config.hidden
             except LibrarianError as exc:
                 problems.append(exc.message)
         problems.extend(_stray_problems(entries, frozenset(policy.allowed_secrets)))
@@ -310,9 +315,10 @@ def check_library(
         digests: dict[str, str] = {}
         unchanged = _Unchanged(library, store)
         shown: list[str] = []
+        sizes: dict[str, tuple[int, int]] = {}
         for path in counted("check", sorted(items)):
             found: list[str] = []
-            problems.extend(_check_item(path, items[path], policy, found, digests))
+            problems.extend(_check_item(path, items[path], policy, found, digests, sizes))
             warnings.extend(found)
             if not (found and unchanged(path, digests.get(path))):
                 shown.extend(found)  # what this change is about; the rest is counted
@@ -326,7 +332,8 @@ def check_library(
             if tool.recipe not in items:
                 problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
                                 "which is not in the library")
-        lock_warnings = _lock_warnings(locked, digests, items)
+        lock_warnings = [*_lock_warnings(locked, digests, items),
+                         *agent_warnings(items, hidden, sizes)]
         warnings.extend(lock_warnings)
         shown.extend(lock_warnings)
         unchanged.save()

@@ -11,7 +11,7 @@ from librarian.core.fsutil import atomic_write, read_regular
 from librarian.git import GitStore
 from librarian.library import Item, Library, summarize
 
-CACHE_VERSION = 2  # 2: tool contracts carry their pinned digest
+CACHE_VERSION = 3  # 2: tool contracts carry their pinned digest; 3: YAML 1.2 frontmatter
 REGISTRY_CACHE = "prompt.json"
 ITEMS_CACHE = "prompt-items.json"
 

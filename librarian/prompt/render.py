@@ -45,6 +45,7 @@ class PromptView:
     recipes: tuple[RecipeEntry, ...]
     registry: Registry
     cut: Cut | None = None
+    operator: bool = False  # the JSON adds what only a person sees (hidden skills)
 
 
 @frozen
@@ -61,13 +62,18 @@ def check_format(fmt: str) -> Format:
     return fmt
 
 
-def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None
-                  ) -> RenderedPrompt:
+def render_prompt(registry: Registry, fmt: str = "xml", budget: int | None = None,
+                  *, operator: bool = False) -> RenderedPrompt:
+    """What an agent reads; ``operator`` adds, in JSON only and under its own
+    ``operator`` field, what an agent is never shown (the hidden skills)."""
     fmt_ = check_format(fmt)
     if budget is not None and budget < 1:
         raise UsageError("--budget must be a positive number of characters")
+    if operator and fmt_ != "json":
+        raise UsageError("--operator is a view for people in JSON",
+                         hint="add --format json (or --json)")
     render = RENDERERS[fmt_]
-    full = PromptView(registry.skills, registry.recipes, registry)
+    full = PromptView(registry.skills, registry.recipes, registry, operator=operator)
     text = render(full)
     if budget is None or len(text) <= budget:
         return RenderedPrompt(fmt_, text, None, registry.problems)
@@ -105,6 +111,7 @@ def _view(full: PromptView, budget: int, limit: int | None, keep: int) -> Prompt
         tuple(e for e in kept if isinstance(e, RecipeEntry)),
         full.registry,
         cut,
+        full.operator,
     )
 
 
@@ -319,11 +326,12 @@ def prompt_document(view: PromptView) -> dict[str, Any]:
         "resident": to_jsonable(registry.resident),
         "recipes": to_jsonable(view.recipes),
         "tools": to_jsonable(registry.tools),
-        "hidden": list(registry.hidden),
         "cut": to_jsonable(view.cut),
         "note": cut_note(view.cut) if view.cut else None,
         "problems": list(registry.problems),
     }
+    if view.operator:  # never in what an agent gets (list_skills, skills/list)
+        document["operator"] = {"hidden": list(registry.hidden)}
     return document
 
 

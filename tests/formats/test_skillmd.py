@@ -76,7 +76,8 @@ def test_unknown_keys_are_kept_and_reported_sorted() -> None:
         (b"---\n- a\n- b\n---\n", "frontmatter: must be a mapping, got list"),
         (b"---\nname: a\ndescription: \xff\n---\n", "SKILL.md is not valid UTF-8"),
         (b"---\n---\n", "description: is required"),
-        (b"---\nname: 2024-13-45\n---\n", "frontmatter is not valid YAML"),
+        # YAML 1.2 (what hosts read): a date-like word is a string, not a bad date.
+        (b"---\nname: 2024-13-45\n---\n", "description: is required"),
     ],
 )
 def test_structural_problems(data: bytes, expected: str) -> None:
@@ -88,7 +89,7 @@ def test_structural_problems(data: bytes, expected: str) -> None:
     [
         ("name: a\n", "description: is required"),
         ("name: a\ndescription: '   '\n", "description: must not be blank"),
-        ("name: a\ndescription: yes\n", "description: must be a string, got boolean"),
+        ("name: a\ndescription: true\n", "description: must be a string, got boolean"),
     ],
 )
 def test_a_skill_without_a_description_is_unusable(frontmatter: str, expected: str) -> None:
@@ -213,3 +214,10 @@ def test_arbitrary_bytes_raise_only_librarian_errors(data: bytes) -> None:
         parse_skill_md(data, "S")
     except LibrarianError:
         pass
+
+
+def test_frontmatter_is_read_as_yaml_1_2_reads_it() -> None:
+    """`yes`, dates and sexagesimal numbers are strings for agents' hosts: so here too."""
+    manifest = parse_skill_md(skill("name: a\ndescription: yes\n"), "S")
+    assert manifest.description == "yes"
+    assert parse_skill_md(skill("name: a\ndescription: 1:30\n"), "S").description == "1:30"

@@ -35,7 +35,7 @@ sys.stderr.write("\\n" + json.dumps([code, gc.isenabled(), gc.get_freeze_count()
 def _own_process(*args: str) -> tuple[int, bool, int, list[bool], bool]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args))],
-                          env={**env, "LIBRARIAN_NO_DAEMON": "1"}, capture_output=True,
+                          env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     code, enabled, frozen, collections, typer = json.loads(done.stderr.rsplit("\n", 1)[-1])
     return code, enabled, frozen, collections, typer
@@ -64,8 +64,8 @@ def test_a_usage_error_in_its_own_process_is_still_exit_2(library: Path) -> None
 
 def test_main_in_a_process_whose_collector_is_on_freezes_nothing(library: Path,
                                                                  capsys: Cap) -> None:
-    """A caller that runs ``main`` in its own long-lived process (the tests, the daemon's
-    child) keeps its collector as it was: nothing of its own is frozen."""
+    """A caller that runs ``main`` in its own long-lived process (the tests) keeps its
+    collector as it was: nothing of its own is frozen."""
     before = gc.get_freeze_count()
     assert run_main(capsys, "--library", str(library), "status").code == 0
     assert gc.isenabled() and gc.get_freeze_count() == before

@@ -34,7 +34,6 @@ COMMAND_MODULES = {
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
     **dict.fromkeys(("mcp", "export"), "agents"),
-    "daemon": "daemon",
 }
 FOUNDATION_COMMANDS = frozenset(
     ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",
@@ -89,7 +88,7 @@ def register_commands(args: list[str]) -> None:
 
 #: ``app``'s registrations with the foundation's commands only, and what importing each
 #: command module added to them: a table for any set of modules is the foundation's plus
-#: theirs in sorted order, whatever was imported before (the daemon imports them all).
+#: theirs in sorted order, whatever was imported before (a test may import them all).
 _BASE = (list(app.registered_commands), list(app.registered_groups))
 _added: dict[str, tuple[list[Any], list[Any]]] = {}
 _in_use: frozenset[str] = frozenset()
@@ -141,17 +140,6 @@ def command_table() -> click.Command:
     return _tables[key]
 
 
-def prebuild_tables() -> None:
-    """Build every table a command line can ask for, once: the daemon's server calls it
-    before it forks, so a child runs its command without typer building anything."""
-    global _only
-    for command in (*sorted(FOUNDATION_COMMANDS), *sorted(COMMAND_MODULES), "--help"):
-        register_commands([command])
-        command_table()
-    _use(frozenset())  # the foundation's registered, as at start
-    _only = None
-
-
 def _fail(
     message: str, code: int, hint: str | None, as_json: bool, details: Any = None
 ) -> NoReturn:
@@ -186,7 +174,7 @@ def _code_loaded() -> None:
     When ``cli.entry`` held the collector off while it loaded (a command run in a process
     of its own), those objects go out of the collector's sight (``gc.freeze``), so no
     collection of the command's own work goes over them again, and it runs from here on.
-    Left alone when the collector is on (a test calling ``main``, the daemon's child)."""
+    Left alone when the collector is on (a test calling ``main``)."""
     if not gc.isenabled():
         gc.freeze()
         gc.enable()

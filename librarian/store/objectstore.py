@@ -21,13 +21,22 @@ from pathlib import Path
 
 from dulwich.errors import FileFormatException
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile, Tree
+from dulwich.objects import (
+    Blob,
+    ObjectID,
+    RawObjectID,
+    ShaFile,
+    Tree,
+    hex_to_filename,
+    valid_hexsha,
+)
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from librarian.core.fsutil import fsync_dir, fsync_file
 from librarian.core.model import ItemFile
 from librarian.errors import UsageError
+from librarian.store.dulwich_private import open_packs
 from librarian.store.rawtree import entries as parsed_entries
 
 # Above this many new objects, one pack is cheaper than many loose files.
@@ -54,7 +63,8 @@ class LibraryObjectStore(DiskObjectStore):
         # lists the pack directory again on a miss and asks the alternates).
         if len(name) != self.object_format.hex_length:
             return super().get_raw(name)
-        last = self._pack_cache.get(self._last_pack) if self._last_pack else None
+        packs = open_packs(self)
+        last = packs.get(self._last_pack) if self._last_pack else None
         if last is not None:  # not when it has gone from the cache since
             try:
                 return last.get_raw(name)
@@ -65,7 +75,7 @@ class LibraryObjectStore(DiskObjectStore):
         found = self._loose_raw(ObjectID(name))
         if found is not None:
             return found
-        for pack_name, pack in list(self._pack_cache.items()):
+        for pack_name, pack in list(packs.items()):
             if pack is last:
                 continue
             try:
@@ -83,7 +93,7 @@ class LibraryObjectStore(DiskObjectStore):
         header checked, no dulwich object built (which parses a tree whole: a 10,000-entry
         tree in ~6 ms, inflated in ~1). Anything else in the file is dulwich's to read."""
         try:
-            data = Path(self._get_shafile_path(sha)).read_bytes()
+            data = Path(loose_path(self, sha)).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError:
@@ -108,7 +118,11 @@ class LibraryObjectStore(DiskObjectStore):
             except (ValueError, FileFormatException):
                 pass
         try:  # damaged, or a format git no longer writes: dulwich's reader judges
-            loose = self._get_loose_object(sha)
+            loose: ShaFile | None = ShaFile.from_path(
+                loose_path(self, sha), sha, object_format=self.object_format,
+                max_size=self.loose_object_size_limit)
+        except FileNotFoundError:
+            loose = None
         except (OSError, ValueError, zlib.error, FileFormatException):
             loose = None  # damaged: a packed copy answers, as in dulwich's own order
         return (loose.type_num, loose.as_raw_string()) if loose is not None else None
@@ -156,8 +170,8 @@ class LibraryObjectStore(DiskObjectStore):
     def prefer_newest_packs(self) -> None:
         """Order the packs newest first, as git sorts them by mtime; called on opening and
         when a fetch has added a pack."""
-        self._update_pack_cache()
-        cache = self._pack_cache
+        self.packs  # noqa: B018  (lists the pack directory: a pack landed since is opened)
+        cache = open_packs(self)
         pack_dir = Path(self.pack_dir)
 
         def age(name: str) -> int:
@@ -221,7 +235,7 @@ def held(store: DiskObjectStore, sha: ObjectID) -> bool:
     about 60,000 objects the library does not hold)."""
     if len(sha) == store.object_format.hex_length and _loose_file(store, sha):
         return True
-    for pack in list(store._pack_cache.values()):
+    for pack in list(open_packs(store).values()):
         try:
             if sha in pack:
                 return True
@@ -234,9 +248,17 @@ def _loose_file(store: DiskObjectStore, sha: ObjectID) -> bool:
     if isinstance(store, LibraryObjectStore):
         return store.loose_file(sha)
     try:
-        return _regular_file(store._get_shafile_path(sha))
-    except ValueError:  # not a hex id: dulwich builds no path from it
+        return _regular_file(loose_path(store, sha))
+    except ValueError:  # not a hex id: no path is built from it
         return False
+
+
+def loose_path(store: DiskObjectStore, sha: ObjectID) -> str:
+    """The file a loose object ``sha`` (hex) would be in; a ValueError, as dulwich raises,
+    for anything that is not a hex object id (a path is never built from it)."""
+    if not valid_hexsha(sha):
+        raise ValueError(f"Invalid object id {sha!r}")
+    return hex_to_filename(str(store.path), sha)
 
 
 def _regular_file(path: str) -> bool:

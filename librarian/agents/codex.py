@@ -9,14 +9,14 @@ Managed skills (under ``sources/``) and drafts are outside ``skills/``: Codex ne
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES
-from librarian.core.values import frozen
 from librarian.store.library import Library, committed_items
 from librarian.store.plugin import committed_config
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CodexConfig:
     library: str
     hidden: tuple[str, ...]  # absolute paths of the hidden skills' SKILL.md

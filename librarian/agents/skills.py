@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import stat
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import MANIFEST_FILES
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.prompt.model import Registry
 from librarian.prompt.registry import load_registry
@@ -73,7 +73,7 @@ def clean_path(path: str) -> str:
     return path
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SkillFile:
     name: str
     path: str

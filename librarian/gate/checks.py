@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -28,7 +29,6 @@ from librarian.core.fsutil import atomic_write
 from librarian.core.manifests import RecipeManifest
 from librarian.core.model import ItemFile
 from librarian.core.receipts import Receipt
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, GateRefusal, LibrarianError, UsageError
 from librarian.formats.config import ToolEntry
 from librarian.formats.recipe import coerce_input, input_env_name
@@ -45,7 +45,7 @@ APPROVALS_FILE = "approvals.json"
 Entry = Literal["tool", "recipe"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Target:
     """What ``run NAME`` resolved to, read from one commit."""
 
@@ -238,7 +238,7 @@ def last_approval(library: Library, recipe_path: str) -> dict[str, Any] | None:
     return entries[-1] if entries else None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReviewFile:
     path: str
     bytes: int
@@ -246,7 +246,7 @@ class ReviewFile:
     text: str | None  # None for binary content
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ApprovalReview:
     """What ``approve`` shows before it records anything."""
 
@@ -335,7 +335,7 @@ def approve_target(library: Library, target: Target) -> None:
                     target.commit)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Approval:
     """What ``approve`` reviewed and what it recorded."""
 

@@ -16,10 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.core.manifests import RecipeEffects, RecipeManifest
-from librarian.core.values import frozen
 
 DOCKER_PROBE_SECONDS = 5.0
 WASM_RUNTIMES = ("wasmtime", "wasmer", "wasmedge")
@@ -32,7 +32,7 @@ CONTAINER_WORK_DIR = "/work"
 CONTAINER_PREFIX = "librarian-"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Availability:
     available: bool
     reason: str | None = None  # why not, e.g. "docker is not available"

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.library import Library, committed_items
@@ -23,7 +22,7 @@ from librarian.store.revparse import walk_log
 ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LogEntry:
     commit: str
     time: int

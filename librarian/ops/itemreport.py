@@ -7,10 +7,10 @@ digest ``librarian.lock`` pins beside the one HEAD holds. Read-only: creates not
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.content.worktree import NotRegularFile, hash_work_dir
-from librarian.core.values import frozen
 from librarian.gate.checks import approvals_of
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_state
@@ -22,7 +22,7 @@ from librarian.store.snapshot import Snapshot
 from librarian.store.statcache import DigestCache
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """Where a managed item comes from, and whether HEAD still holds what was locked."""
 
@@ -36,7 +36,7 @@ class Provenance:
     matches_lock: bool
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemReport:
     item: ItemInfo
     work_tree: str  # clean | modified | missing

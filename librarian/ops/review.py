@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.store.gitstore import GitStore
 from librarian.store.library import Item, Library
@@ -23,7 +22,7 @@ from librarian.store.statcache import DigestCache
 DUE, NEW, DEFERRED = "due", "new", "deferred"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Decision:
     event: str
     commit: str
@@ -33,7 +32,7 @@ class Decision:
     evidence: str | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class DraftReview:
     name: str
     kind: str
@@ -46,7 +45,7 @@ class DraftReview:
     decision: Decision | None  # the last decision since admission (a deferral)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReviewReport:
     drafts: tuple[DraftReview, ...]
 

@@ -18,7 +18,6 @@ from typing import Literal
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, LockedSource
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
@@ -52,7 +51,7 @@ class ItemStatus:
     locked: str | None = None  # a managed item: the digest librarian.lock pins
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolStatus:
     name: str
     recipe: str
@@ -61,13 +60,13 @@ class ToolStatus:
     reason: str | None = None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileStatus:
     path: str
     status: State
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class StatusReport:
     items: tuple[ItemStatus, ...]
     tools: tuple[ToolStatus, ...]

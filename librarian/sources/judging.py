@@ -28,7 +28,6 @@ from librarian.core import halves
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import ItemFile, Policy
-from librarian.core.values import frozen
 from librarian.errors import ValidationError
 from librarian.store.gitstore import GitStore, ObjectId, TreeEntry
 from librarian.store.library import remember_kind
@@ -50,7 +49,7 @@ class UpstreamItem:
         return self.path.rsplit("/", 1)[-1]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Skipped:
     path: str
     problems: tuple[str, ...]

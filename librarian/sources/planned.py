@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
-from librarian.core.values import frozen
 from librarian.formats.config import LockedSource
 from librarian.sources.upstream import Skipped, collection_path
 
@@ -71,7 +70,7 @@ class KeptItems:
                               tree.decode())
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SourcePlan:
     source: str
     url: str  # credentials stripped

@@ -16,12 +16,11 @@ reachable from ``refs/librarian/releases/<name>``, so ``verify`` needs no networ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from librarian.core.digest import content_digest
-from librarian.core.values import frozen
 from librarian.errors import TrustError, UsageError
 from librarian.formats.config import LockedSource, SourceConfig
 from librarian.sources.plan import installed_items, source_ref
@@ -45,7 +44,7 @@ _TAGS = b"refs/tags/"
 Progress = Callable[[str], None]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReleaseInfo:
     """How a source is signed, for plans and ``source list``."""
 
@@ -146,7 +145,7 @@ def keep_release_tags(store: GitStore, releases: Mapping[str, VerifiedRelease]) 
             store.set_ref(ref, old, release.tag_id.encode(), b"librarian: release installed")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class VerifiedSource:
     source: str
     signed: bool
@@ -158,7 +157,7 @@ class VerifiedSource:
     expired: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class VerifyReport:
     sources: tuple[VerifiedSource, ...]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from dulwich.refs import Ref, check_ref_format
 
 from librarian.core.fsutil import atomic_write
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.store.library import Library
 
@@ -22,7 +22,7 @@ _TX = re.compile(r"[0-9a-f]{12}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Journal:
     tx: str  # names stage/<tx>/ and trash/<tx>/
     branch: str  # refs/heads/…

@@ -11,7 +11,6 @@ from functools import cache, partial
 from pathlib import Path
 
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -23,7 +22,7 @@ from librarian.store.memo import LastValueMemo, ShortMemo
 STATE_DIR = "librarian"  # inside .git/
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Library:
     """Paths of one library. Cheap to create; opens nothing."""
 

@@ -1,18 +1,10 @@
-"""The console entry point (``librarian``, ``python -m librarian``).
-
-typer, click, dulwich and PyYAML are loaded only when the command runs, with the cyclic
-garbage collector off until ``cli.main`` has the command's table built: what a command
-line loads lives as long as the process, and each collection during the loading went
-over all of it again (docs/perf-devices.md).
-"""
+"""The console entry point (``librarian``, ``python -m librarian``): ``cli.main.main``,
+its return value the process's exit code."""
 
 from __future__ import annotations
 
-import gc
+from librarian.cli.main import main
 
 
 def entry() -> None:
-    gc.disable()  # cli.main.main enables it once the code is loaded
-    from librarian.cli.main import main  # its imports only here
-
     raise SystemExit(main())

@@ -7,7 +7,6 @@ and nowhere else.
 from __future__ import annotations
 
 import errno
-import gc
 import os
 import re
 import sys
@@ -94,17 +93,6 @@ def _strip_git_environment() -> None:
         del os.environ[key]
 
 
-def _code_loaded() -> None:
-    """The command's table is built: the code loaded so far lives as long as the process.
-    When ``cli.entry`` held the collector off while it loaded (a command run in a process
-    of its own), those objects go out of the collector's sight (``gc.freeze``), so no
-    collection of the command's own work goes over them again, and it runs from here on.
-    Left alone when the collector is on (a test calling ``main``)."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the single place where errors become exit codes."""
     _strip_git_environment()
@@ -113,7 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with on_terminal(as_json):
             table = command_table()
-            _code_loaded()
             result = table(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
         # The path an error is about goes into the JSON document; the one human line
@@ -187,6 +174,6 @@ def _bug(exc: BaseException, as_json: bool) -> NoReturn:
 
 
 def entry() -> None:
-    """In-process only: the console script of an install made before ``cli/entry.py``
-    (pip writes the entry's name into it) still runs; reinstalling makes it the new one."""
+    """The console script of an install made before ``cli/entry.py`` (pip writes the
+    entry's name into it) still runs; reinstalling makes it the new one."""
     raise SystemExit(main())

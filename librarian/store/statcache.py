@@ -26,15 +26,18 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from librarian.content.worktree import ItemHash, hash_work_dir
+from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.digest import content_digest
+from librarian.core.halves import in_halves
 from librarian.store.gitstore import GitStore, ObjectId
 from librarian.store.itemscan import (
     STAT,
+    decode_outcomes,
+    encode_outcome,
     full_scan,
     signature,
     unchanged,
@@ -136,6 +139,9 @@ class WorkTreeCache:
         self._cursor = 0
         self._index: dict[str, int] | None = None
         self._seen: dict[str, int | bytes] = {}  # key -> index of its old record, or new
+        # key -> what item_hash gives or raises for root/key, from ``look_ahead``
+        self._ahead: dict[str, ItemHash | None | Exception] = {}
+        self._ahead_root = ""
         self._dirty = False
         self._racy_after_ns = racy_after_ns(cache_dir)
         # The stamp tells the clock of its own file system only: a directory elsewhere (a
@@ -173,8 +179,66 @@ class WorkTreeCache:
             return None
         return (index, entry) if entry.key == key else None
 
+    def look_ahead(self, root: str, keys: Sequence[str]) -> None:
+        """Work out ``item_hash`` now for every key about to be asked (its directory
+        ``root/key``), the first half in a forked child on two processors (``core/halves``,
+        ``itemscan``); what is not worked out so (too few items, a failed child) is when
+        asked."""
+        ahead: dict[str, ItemHash | None | Exception] = {}
+
+        def mine(start: int, stop: int) -> None:
+            self._cursor = start  # the cache is in the order of the last pass
+            for key in keys[start:stop]:
+                try:
+                    ahead[key] = self.item_hash(key, f"{root}/{key}")
+                except (NotRegularFile, OSError) as error:
+                    ahead[key] = error
+
+        def theirs(start: int, stop: int) -> bytes:
+            made = []
+            for key in keys[start:stop]:
+                try:
+                    found = self.item_hash(key, f"{root}/{key}")
+                except (NotRegularFile, OSError):  # raised again here when asked
+                    made.append(encode_outcome(None))
+                    continue
+                made.append(encode_outcome(((found.tree_sha1, found.digest) if found else None,
+                                            self._seen.get(key))))
+            return b"".join(made)
+
+        made = in_halves(len(keys), theirs, mine)
+        if made is not None:
+            self._take(keys[:len(keys) // 2], made, ahead)
+        self._ahead, self._ahead_root = ahead, root
+
+    def _take(self, keys: Sequence[str], made: bytes,
+              ahead: dict[str, ItemHash | None | Exception]) -> None:
+        """The child's outcomes for ``keys``, kept as if worked out here, in their order."""
+        try:
+            outcomes = decode_outcomes(made, len(keys))
+        except CacheFormatError:
+            return
+        for key, outcome in zip(keys, outcomes, strict=True):
+            if outcome is None:
+                continue
+            ids, kept = outcome
+            if isinstance(kept, int) and not 0 <= kept < self._file.count:
+                continue
+            if kept is not None:
+                self._seen[key] = kept
+                self._dirty = self._dirty or isinstance(kept, bytes)
+            ahead[key] = _item_hash(ids)
+        # kept in the order asked (the order of this pass), as a pass item by item keeps it
+        order = {key: self._seen[key] for key in keys if key in self._seen}
+        self._seen = {**order, **self._seen}
+
     def item_hash(self, key: str, directory: str) -> ItemHash | None:
         """Ids of ``directory``; None when it holds no files. Raises NotRegularFile."""
+        if self._ahead and key in self._ahead and directory == f"{self._ahead_root}/{key}":
+            ahead = self._ahead.pop(key)  # worked out by ``look_ahead``
+            if isinstance(ahead, Exception):
+                raise ahead
+            return ahead
         cached = self._cached(key)
         if cached is not None:
             index, entry = cached

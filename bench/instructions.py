@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--import-only", action="store_true")
     args = parser.parse_args()
     trees = {"after": HERE, **({"before": args.before.resolve()} if args.before else {})}
-    envs = {name: {**ENV, "PYTHONPATH": str(tree), "LIBRARIAN_NO_DAEMON": "1"}
+    envs = {name: {**ENV, "PYTHONPATH": str(tree)}
             for name, tree in trees.items()}
     python = [sys.executable]
     for name, tree in trees.items():  # byte-code cached, as an installed package has it

@@ -1,7 +1,7 @@
 """Benchmark librarian against the git command line on the same synthetic library.
 
     python bench/run.py --items 10000 [--runs 7] [--keep DIR]
-    python bench/run.py scale --items 1000 [--runs 5] [--before DIR] [--resident] [--cases …]
+    python bench/run.py scale --items 1000 [--runs 5] [--before DIR] [--tree NAME=DIR] [--cases …]
 
 Builds a library of N skills of 5 small files each (committed with the git binary, which
 is the fast way to make the fixture), then times whole processes, median of --runs:
@@ -12,7 +12,7 @@ is the fast way to make the fixture), then times whole processes, median of --ru
 
 ``scale`` runs the speed-at-scale cases of ``bench/scale.py`` (first install, status,
 update of 10 / 100 changed items, nothing new, inspect, prompt, peak memory, source
-remove, each against git and optionally an older tree and the daemon); its arguments are
+remove, each against git and optionally other trees); its arguments are
 scale.py's.
 
 Benchmarks are never part of the test suite. Needs the git binary.

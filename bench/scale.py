@@ -1,18 +1,20 @@
 """Speed at scale: librarian against git, and against an older librarian, paired.
 
-    python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--resident] [--cases a,b,...]
+    python bench/scale.py --items 1000 [--runs 5] [--before DIR] [--tree NAME=DIR ...]
+                          [--cases a,b,...]
 
 Builds an upstream repository of N skills (5 small files each), a plain ``git clone`` of
 it, and one library per librarian under test, each subscribed to the upstream and installed
 by ``update``. ``--before DIR`` names the source tree of another librarian (e.g. a
 ``git worktree add --detach /tmp/before <commit>``), run with ``PYTHONPATH=DIR``; without it
-only this tree is measured. ``--resident`` adds a contender ``resident``: this tree with
-``librarian daemon`` serving its library (the others run with ``LIBRARIAN_NO_DAEMON=1``).
-Every round runs each contender once, in rotating order, on the
-same change, so the ratios are of paired runs on a shared machine; the medians are printed,
-wall time and, on a second line, CPU time (user + system of the process and its children;
-for ``resident`` also the daemon's reaped children, read from ``/proc/PID/stat``), and the
-median of the per-round ratios to git (``paired``).
+only this tree is measured. ``--tree NAME=DIR`` (repeatable) adds more contenders the same
+way, e.g. this tree with one speed device taken out (docs/performance.md, "Speed devices
+kept"). Every round
+runs each contender once, in rotating order, on the same change, so the ratios are of
+paired runs on a shared machine; the medians are printed, wall time and, on a second
+line, CPU time (user + system of the process and its children), the median of the
+per-round ratios to git (``paired``) and of each other contender's to this tree
+(``NAME/after``).
 
 Run it with an interpreter that has librarian's dependencies but not librarian itself
 (``pip install`` the dependencies into a fresh venv): an editable install puts an import
@@ -30,8 +32,7 @@ Cases (``--cases``, default all):
   status`` after each clone (git's clone leaves an index holding every file's stat; an
   update seeds the stat cache likewise);
 - ``floor``: Python importing the entry point (typer, click, the command table), what
-  every command pays before any work, against ``git --version``; for ``resident``,
-  ``librarian --version`` through the daemon (the client's whole cost);
+  every command pays before any work, against ``git --version``;
 - ``status``: ``librarian status`` against ``git status`` in the same library (warm);
 - ``update10``, ``update100``: 10 / 100 items changed upstream, against ``git fetch`` +
   ``git checkout`` of the same commit in the clone; ``noop``: nothing new upstream;
@@ -48,7 +49,6 @@ Never part of the test suite. Needs the git binary.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -82,34 +82,18 @@ def measure(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, 
     return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
-def server_cpu(pid: int) -> float:
-    """CPU seconds of a process and of its reaped children (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 class Contender:
-    def __init__(self, name: str, tree: Path, library: Path, resident: bool = False) -> None:
-        self.name, self.library, self.resident = name, library, resident
+    def __init__(self, name: str, tree: Path, library: Path) -> None:
+        self.name, self.library = name, library
         self.env = {**ENV, "PYTHONPATH": str(tree)}
-        if not resident:
-            self.env["LIBRARIAN_NO_DAEMON"] = "1"
-        self.server: int | None = None  # the daemon's pid, once started
 
     def cmd(self, *args: str) -> list[str]:
         if args == ("<floor>",):  # start Python and import the entry point, run nothing
-            if self.resident:
-                return [sys.executable, "-m", "librarian", "--library", str(self.library),
-                        "--version"]
             return [sys.executable, "-c", "import librarian.cli.main"]
         return [sys.executable, "-m", "librarian", "--library", str(self.library), *args]
 
     def time(self, *args: str) -> tuple[float, int, float]:
-        before = server_cpu(self.server) if self.server else 0.0
-        elapsed, rss, cpu = measure(self.cmd(*args), self.library, self.env)
-        if self.server:
-            cpu += server_cpu(self.server) - before
-        return elapsed, rss, cpu
+        return measure(self.cmd(*args), self.library, self.env)
 
 
 def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
@@ -130,6 +114,12 @@ def row(case: str, samples: dict[str, list[float]], unit: str = "s") -> None:
     if samples.get("before") and samples.get("after") and unit == "s":
         pairs = [a / b for a, b in zip(samples["after"], samples["before"], strict=True) if b]
         ratios += f"  after/before {statistics.median(pairs):5.2f}x (paired)"
+    if samples.get("after") and unit == "s":
+        for name, times in samples.items():
+            if name in ("after", "before", "git"):
+                continue
+            pairs = [a / b for a, b in zip(times, samples["after"], strict=True) if b]
+            ratios += f"  {name}/after {statistics.median(pairs):5.3f}x (paired)"
     n = len(next(iter(samples.values())))
     print(f"{case:<28} {text}{ratios}  (median of {n})", flush=True)
     if cpu and unit == "s":
@@ -245,18 +235,19 @@ def main() -> None:
     parser.add_argument("--drop-caches", action="store_true",
                         help="drop the kernel's dentry and inode caches before each install "
                              "(Linux, root)")
-    parser.add_argument("--resident", action="store_true",
-                        help="also measure this tree through `librarian daemon`")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                        help="another librarian source tree to measure (repeatable)")
     args = parser.parse_args()
     cases = args.cases.split(",")
     work = args.keep or Path(tempfile.mkdtemp(prefix="librarian-bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     upstream, clone = work / "upstream", work / "clone"
     trees = {"after": HERE, **({"before": args.before.resolve()} if args.before else {})}
+    for spec in args.tree:
+        name, _, directory = spec.partition("=")
+        trees[name] = Path(directory).resolve()
     contenders = [Contender(name, tree, work / f"library-{name}") for name, tree in
                   trees.items()]
-    if args.resident:
-        contenders.append(Contender("resident", HERE, work / "library-resident", True))
     print(f"{args.items} items, {args.runs} paired runs; contenders: "
           + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
     try:
@@ -265,13 +256,6 @@ def main() -> None:
         firsts: dict[str, list[float]] | None = {} if "status-first" in cases else None
         installs = install_rounds(args.runs if "install" in cases else 1, contenders,
                                   upstream, clone, work, args.drop_caches, firsts)
-        for who in contenders:
-            if who.resident:
-                subprocess.run(who.cmd("daemon", "start", "--idle", "0"), cwd=work,
-                               env=who.env, check=True, stdout=subprocess.DEVNULL)
-                status = subprocess.run(who.cmd("daemon", "status", "--json"), cwd=work,
-                                        env=who.env, capture_output=True, check=True)
-                who.server = int(json.loads(status.stdout)["pid"])
         if "install" in cases:
             row("first install", installs)
         if firsts:
@@ -328,10 +312,6 @@ def main() -> None:
                        for who in contenders}
             row("source remove", samples)
     finally:
-        for who in contenders:
-            if who.server:
-                subprocess.run(who.cmd("daemon", "stop"), cwd=work, env=who.env,
-                               stdout=subprocess.DEVNULL)
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 

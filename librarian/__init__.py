@@ -7,9 +7,7 @@ The public API is small on purpose; command modules hold the rest::
 
 from __future__ import annotations
 
-# typing.TYPE_CHECKING without importing typing: the daemon's client imports this package
-# first, and typing (with re, enum, functools) is ~5 ms of an interpreter start.
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -33,8 +31,6 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from librarian.errors import ConflictError as ConflictError
     from librarian.errors import GateRefusal as GateRefusal
     from librarian.errors import LibrarianError as LibrarianError

@@ -9,15 +9,15 @@ Managed skills (under ``sources/``) and drafts are outside ``skills/``: Codex ne
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from librarian.agents.claude_manifests import committed_config
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES
-from librarian.core.values import frozen
 from librarian.library import Library, committed_items
 from librarian.prompt.profiles import committed_profile, shown
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CodexConfig:
     library: str
     hidden: tuple[str, ...]  # absolute paths of the hidden skills' SKILL.md

@@ -8,13 +8,13 @@ each commit names the agent in a ``Librarian-Agent`` trailer (the MCP client's n
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.agents.claude_manifests import committed_config
 from librarian.core.events import acting_agent
 from librarian.core.model import ItemFile
 from librarian.core.receipts import Receipt
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import DEFAULT_AGENT_VERBS
 from librarian.formats.yamlio import dump_yaml
@@ -70,7 +70,7 @@ def _draft(library: Library, name: str, files: tuple[ItemFile, ...],
     return retain_files(library, files, name=name, draft=True, evidence=evidence)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Curation:
     """One library, one agent (by its MCP client name)."""
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import base64
 import json
 import stat
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.agents.catalog import named_uri
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import MANIFEST_FILES
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import GitStore, blob_size
 from librarian.library import Item, Library, committed_items
@@ -76,7 +76,7 @@ def clean_path(path: str) -> str:
     return path
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SkillFile:
     name: str
     path: str

@@ -8,11 +8,11 @@ run id at once; ``run_status`` / ``wait_run`` report it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from librarian.core.jsonable import with_times
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.runner import start_run
 from librarian.gate.runs import RunRecord, refresh, result_receipt, run_dir_of, wait_run
@@ -26,7 +26,7 @@ STDERR_TAIL = 4000  # characters of stderr put into a sync tool's text result
 MAX_WAIT = 600.0  # seconds one wait_run call may block
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolDefinition:
     name: str
     description: str
@@ -99,7 +99,7 @@ def raw_arguments(arguments: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """What a tool call returns: the text the agent reads, the receipt as structured
     content, and whether the call failed (a non-zero exit, a timeout, a lost run)."""

@@ -18,11 +18,11 @@ import hashlib
 import os
 import stat
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.cache.statfile import SIGNATURE, CacheFormatError, RawEntry, digest_bytes
 from librarian.content.worktree import NotRegularFile
-from librarian.core.values import frozen
 
 STAT = struct.Struct("<qqqQL")  # size, mtime_ns, ctime_ns, inode, mode: what is signed
 _DIR_STAMP = struct.Struct("<qq")  # mtime_ns, ctime_ns: as items.bin stores them
@@ -54,7 +54,7 @@ def unchanged(directory: str, entry: RawEntry, racy_after_ns: int) -> bool:
     return hashlib.blake2b(signed, digest_size=SIGNATURE).digest() == entry.signature
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Scan:
     """What one look at an item directory found (names as bytes, as in ``Entry``)."""
 

@@ -27,6 +27,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.cache.itemscan import (
@@ -52,7 +53,6 @@ from librarian.content.worktree import ItemHash, NotRegularFile, hash_work_dir
 from librarian.core.digest import content_digest
 from librarian.core.fsutil import cache_dir_ready
 from librarian.core.halves import in_halves
-from librarian.core.values import frozen
 from librarian.git import GitStore, ObjectId
 
 RACY_SECONDS = 2
@@ -101,7 +101,7 @@ def _drop_legacy(path: Path) -> None:
         (path.parent / _LEGACY[path.name]).unlink(missing_ok=True)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class StagedDir:
     """An item directory a change wrote whole from bytes it hashed itself, as
     ``WorkTreeCache.seed`` takes it: their ids, and each file's stat as it was written (in

@@ -1,4 +1,4 @@
-"""The entry point: the lazy command table and the one place errors become exit codes.
+"""The entry point: the command table and the one place errors become exit codes.
 
 Errors are mapped to exit codes and the one-line ``librarian: error: …`` format in ``main``
 and nowhere else.
@@ -7,38 +7,19 @@ and nowhere else.
 from __future__ import annotations
 
 import errno
-import gc
 import os
 import re
 import sys
+from importlib import import_module
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from typer import main as typer_main
 
-from librarian.cli import foundation as _foundation  # noqa: F401  (registers its commands)
 from librarian.cli.app import app
 from librarian.cli.progress import on_terminal
 from librarian.errors import LibrarianError
-
-# Command modules of later capabilities register their commands on `app` when imported.
-# typer inspects every registered command when it starts (~20 ms for these modules), so a
-# command line imports only the module of its own command, and its table holds that one
-# command; help, an unknown command or no command imports them all and lists them all.
-# tests/cli/test_cli_exit_codes.py holds this table to the modules.
-COMMAND_MODULES = {
-    **dict.fromkeys(("review", "promote", "discard", "defer", "revise", "retire", "restore",
-                     "hide", "unhide", "show", "resident", "prompt"), "skills"),
-    **dict.fromkeys(("expose", "withdraw", "approve", "run", "runs", "wait"), "tools"),
-    **dict.fromkeys(("source", "outdated", "update", "resolve"), "sources"),
-    **dict.fromkeys(("key", "release", "verify"), "trust"),
-    **dict.fromkeys(("mcp", "export", "search"), "agents"),
-    "daemon": "daemon",
-}
-FOUNDATION_COMMANDS = frozenset(
-    ("init", "retain", "inspect", "cat", "status", "diff", "log", "check", "recover", "demo",
-     "hooks"))
 
 
 def library_first(args: list[str]) -> list[str]:
@@ -88,92 +69,24 @@ def json_after_command(args: list[str]) -> list[str]:
     return before + rest[:end] + ["--json"] + rest[end:]
 
 
-def register_commands(args: list[str]) -> None:
-    """Register the command module(s) the command line ``args`` needs on ``app``."""
-    command, skip = None, False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--library":
-            skip = True  # its value is not the command
-        elif arg in ("--help", "-h"):
-            break  # the top-level help lists every command
-        elif not arg.startswith("-"):
-            command = arg
-            break
-    global _only
-    if command in FOUNDATION_COMMANDS:
-        _use(frozenset())
-    elif command in COMMAND_MODULES:
-        _use(frozenset({COMMAND_MODULES[command]}))
-    else:
-        _use(frozenset(COMMAND_MODULES.values()))
-    _only = command if command in FOUNDATION_COMMANDS or command in COMMAND_MODULES else None
 
+#: The command modules, in the order ``--help`` lists their commands: each registers its
+#: commands on ``app`` when imported.
+COMMAND_MODULES = ("foundation", "agents", "skills", "sources", "tools", "trust")
+for _module in COMMAND_MODULES:
+    import_module(f"librarian.cli.{_module}")
 
-#: ``app``'s registrations with the foundation's commands only, and what importing each
-#: command module added to them: a table for any set of modules is the foundation's plus
-#: theirs in sorted order, whatever was imported before (the daemon imports them all).
-_BASE = (list(app.registered_commands), list(app.registered_groups))
-_added: dict[str, tuple[list[Any], list[Any]]] = {}
-_in_use: frozenset[str] = frozenset()
-#: The one command a command line names, when it is a known one: its table holds only it.
-_only: str | None = None
-_tables: dict[tuple[frozenset[str], str | None], click.Command] = {}
-
-
-def _use(modules: frozenset[str]) -> None:
-    """Make ``app`` hold exactly the foundation's commands and those of ``modules``."""
-    from importlib import import_module
-
-    global _in_use
-    commands, groups = list(_BASE[0]), list(_BASE[1])
-    for module in sorted(modules):
-        if module not in _added:
-            app.registered_commands[:], app.registered_groups[:] = commands, groups
-            import_module(f"librarian.cli.{module}")  # registers its commands when run
-            _added[module] = (app.registered_commands[len(commands):],
-                              app.registered_groups[len(groups):])
-        commands += _added[module][0]
-        groups += _added[module][1]
-    app.registered_commands[:], app.registered_groups[:] = commands, groups
-    _in_use = modules
-
-
-def _name(info: Any) -> str:
-    """The name a registered command or group is called by (typer's own rule)."""
-    return str(info.name or typer_main.get_command_name(info.callback.__name__))
+_table: click.Command | None = None
 
 
 def command_table() -> click.Command:
-    """The click command typer builds from ``app``, built once per set of command modules
-    and named command: typer inspects every command's signature to build it (6 ms for the
-    foundation's eleven, 10 ms with the sources' here), so the table of a command line
-    that names a known command holds that command alone (its parsing, help and errors are
-    the command's own; the group's options are the same). Calling it is ``app(...)``
-    without typer's excepthook, which only shows exceptions ``main`` never lets through."""
-    key = (_in_use, _only)
-    if key not in _tables:
-        commands, groups = app.registered_commands[:], app.registered_groups[:]
-        if _only is not None:
-            app.registered_commands[:] = [c for c in commands if _name(c) == _only]
-            app.registered_groups[:] = [g for g in groups if _name(g) == _only]
-        try:
-            _tables[key] = typer_main.get_command(app)
-        finally:
-            app.registered_commands[:], app.registered_groups[:] = commands, groups
-    return _tables[key]
-
-
-def prebuild_tables() -> None:
-    """Build every table a command line can ask for, once: the daemon's server calls it
-    before it forks, so a child runs its command without typer building anything."""
-    global _only
-    for command in (*sorted(FOUNDATION_COMMANDS), *sorted(COMMAND_MODULES), "--help"):
-        register_commands([command])
-        command_table()
-    _use(frozenset())  # the foundation's registered, as at start
-    _only = None
+    """The click command typer builds from ``app``, once per process. Calling it is
+    ``app(...)`` without typer's excepthook, which only shows exceptions ``main`` never
+    lets through."""
+    global _table
+    if _table is None:
+        _table = typer_main.get_command(app)
+    return _table
 
 
 def _fail(
@@ -205,27 +118,14 @@ def _strip_git_environment() -> None:
         del os.environ[key]
 
 
-def _code_loaded() -> None:
-    """The command's table is built: the code loaded so far lives as long as the process.
-    When ``cli.entry`` held the collector off while it loaded (a command run in a process
-    of its own), those objects go out of the collector's sight (``gc.freeze``), so no
-    collection of the command's own work goes over them again, and it runs from here on.
-    Left alone when the collector is on (a test calling ``main``, the daemon's child)."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the single place where errors become exit codes."""
     _strip_git_environment()
     args = json_after_command(library_first(sys.argv[1:] if argv is None else argv))
     as_json = "--json" in args
-    register_commands(args)
     try:
         with on_terminal(as_json):
             table = command_table()
-            _code_loaded()
             result = table(args=args, prog_name="librarian", standalone_mode=False)
     except LibrarianError as exc:
         # The path an error is about goes into the JSON document; the one human line
@@ -299,6 +199,6 @@ def _bug(exc: BaseException, as_json: bool) -> NoReturn:
 
 
 def entry() -> None:
-    """In-process only: the console script of an install made before ``cli/entry.py``
-    (pip writes the entry's name into it) still runs; reinstalling makes it the new one."""
+    """The console script of an install made before ``cli/entry.py`` (pip writes the
+    entry's name into it) still runs; reinstalling makes it the new one."""
     raise SystemExit(main())

@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
-
-from librarian.core.values import frozen
+from dataclasses import dataclass
 
 # Example files are meant to be shared (.env.example, .env.local.example, …); everything
 # else named .env / .env.* is not.
@@ -78,7 +77,7 @@ _REASONS = {
 _MIN_DISTINCT = 8
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SecretMatch:
     reason: str
     #: ``sha256:<hex>`` of the matched text (of the whole file for a match by file name):

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.core.digest import TreeLeaf, blob_id, format_digest, tree_id, tree_ids
 from librarian.core.fsutil import fsync_dir, write_file_durably
 from librarian.core.model import ItemFile
-from librarian.core.values import frozen
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class WorkFile:
     path: str  # posix, relative to the item directory
     abspath: Path
@@ -58,7 +58,7 @@ def read_work_files(root: Path) -> tuple[ItemFile, ...]:
     return tuple(sorted(files, key=lambda f: f.path))
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemHash:
     """Both ids of a work-tree directory: git's SHA-1 tree id and the SHA-256 digest."""
 

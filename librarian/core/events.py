@@ -6,8 +6,7 @@ import contextlib
 import contextvars
 import re
 from collections.abc import Iterator, Sequence
-
-from librarian.core.values import frozen
+from dataclasses import dataclass
 
 EVENTS = (
     "init retain promote discard defer revise retire restore expose withdraw hide show "
@@ -17,7 +16,7 @@ EVENTS = (
 _TRAILER_RE = re.compile(r"^(Librarian-[A-Za-z-]+): ?(.*)$")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Event:
     """A librarian commit's subject and trailers, in the order they were written."""
 

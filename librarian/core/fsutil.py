@@ -61,19 +61,8 @@ def one_sync(anchor: Path) -> Iterator[None]:
     unique = list(dict.fromkeys(paths))
     if not unique or not fsync_enabled():
         return
-    if _ELSEWHERE in unique or len(unique) > SMALL_BATCH or not _fsync_each(unique):
+    if len(unique) > SMALL_BATCH or not _fsync_each(unique):
         sync_filesystem(anchor)
-
-
-#: Not a path (no path holds NUL): the mark of writes another process made in the block.
-_ELSEWHERE = "\0written by another process"
-
-
-def synced_elsewhere() -> None:
-    """Inside ``one_sync``: files were written in this block by another process (a forked
-    child, whose own deferred fsyncs went with it), so the block ends with a sync of the
-    whole file system, which covers them. Outside a block the child fsynced each itself."""
-    _defer(_ELSEWHERE)
 
 
 def _fsync_each(paths: list[AnyPath]) -> bool:

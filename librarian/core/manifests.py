@@ -4,15 +4,14 @@ never parses a manifest (``status``) does not create their classes when it start
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
 from librarian.core.digest import content_digest
 from librarian.core.model import ItemFile, ItemKind
-from librarian.core.values import frozen
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Nonconformity:
     """Content that breaks a rule of the Agent Skills format real clients tolerate (spec
     §2): admitted with a warning naming the rule, refused under ``conformance: strict``.
@@ -25,7 +24,7 @@ class Nonconformity:
         return f"{file}: nonconforming [{self.rule}]: {self.message}"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SkillManifest:
     name: str
     description: str
@@ -43,7 +42,7 @@ class SkillManifest:
 InputType = Literal["string", "integer", "number", "boolean", "path"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RecipeInput:
     name: str
     type: InputType
@@ -54,13 +53,13 @@ class RecipeInput:
     writable: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RecipeEffects:
     filesystem: Literal["none", "read", "write"] | None = None
     network: bool | None = None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RecipeManifest:
     name: str
     description: str
@@ -76,7 +75,7 @@ class RecipeManifest:
 Manifest = SkillManifest | RecipeManifest
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemContent:
     """A validated item, ready to be written: files sorted by path."""
 

@@ -5,10 +5,8 @@ only the commands that read or validate manifests import (a ``status`` does not)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
-
-from librarian.core.values import frozen
 
 ItemKind = Literal["skill", "recipe"]
 
@@ -23,7 +21,7 @@ Conformance = Literal["warn", "strict"]
 CONFORMANCE_LEVELS: tuple[Conformance, ...] = ("warn", "strict")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Policy:
     """``library.yaml`` ``policy:``: bounds (spec §2 defaults), how nonconforming content is
     judged, and the fingerprints of secret-scan matches that are not secrets."""
@@ -48,7 +46,7 @@ BOUND_KEYS = ("max_exposed_tools", "max_item_bytes", "max_item_files", "max_file
 RUN_LIMIT_KEYS = ("run_memory_mb", "run_processes")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemFile:
     """One file of an item: posix path relative to the item directory."""
 

@@ -6,13 +6,11 @@ document (flattened into it), which only ``--json`` readers look at.
 
 from __future__ import annotations
 
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from librarian.core.values import frozen
 
-
-@frozen
+@dataclass(frozen=True, slots=True)
 class Receipt:
     kind: str
     name: str
@@ -38,7 +36,7 @@ class Receipt:
         return document
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ExposureReceipt(Receipt):
     """``exposed_tool``: whether the tool can run here now (``reason`` says why not)."""
 
@@ -46,7 +44,7 @@ class ExposureReceipt(Receipt):
     omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)  # the spec: always a reason
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RunReceipt(Receipt):
     """``run_launched`` and ``run_result``: ``reason`` (why it failed or was refused) is
     always in the document, null when there is none."""
@@ -54,7 +52,7 @@ class RunReceipt(Receipt):
     omitted_when_none: ClassVar[tuple[str, ...]] = ("note",)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RunResultReceipt(RunReceipt):
     """``run_result``: what the run printed (the first ``OUTPUT_LIMIT`` bytes of each)."""
 
@@ -62,7 +60,7 @@ class RunResultReceipt(RunReceipt):
     stderr: str = ""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class BackupReceipt(Receipt):
     """A change that overwrote local edits after saving them: where, and how to restore."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from librarian.core.gitpaths import path_problem, visible
@@ -21,7 +21,6 @@ from librarian.core.model import (
     Policy,
 )
 from librarian.core.names import name_problem
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.lockfile import DIGEST_RE as DIGEST_RE
 from librarian.formats.lockfile import LOCK_FILE as LOCK_FILE
@@ -52,7 +51,7 @@ POLICY_CEILINGS = {"max_exposed_tools": 10_000, "max_item_bytes": 4 << 30,
 _HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::: git remote helpers
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SourceConfig:
     url: str
     ref: str = "main"
@@ -61,7 +60,7 @@ class SourceConfig:
     trust: tuple[str, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class AgentProfile:
     """``agents.profiles.NAME``: what one agent is shown, as patterns over skill names
     (``pdf``, ``team:*``); it only narrows what the library shows."""
@@ -70,7 +69,7 @@ class AgentProfile:
     exclude: tuple[str, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LibraryConfig:
     name: str
     policy: Policy = field(default_factory=Policy)
@@ -221,7 +220,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
             spec["trust"] = list(source.trust)
         sources[source_name] = spec
     policy: dict[str, Any] = {key: getattr(config.policy, key) for key in BOUND_KEYS}
-    if config.policy.conformance != Policy.conformance:  # written only when set
+    if config.policy.conformance != Policy().conformance:  # written only when set
         policy["conformance"] = config.policy.conformance
     if config.policy.allowed_secrets:
         policy["allowed_secrets"] = list(config.policy.allowed_secrets)
@@ -252,7 +251,7 @@ def dump_library_config(config: LibraryConfig) -> bytes:
     )
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolEntry:
     recipe: str  # library path of the recipe: recipes/<name> or sources/<s>/…
     digest: str

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 from librarian.core.gitpaths import PLAIN_CHUNK, first_path_problem, visible
 from librarian.core.names import name_problem
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.yamlio import load_yaml, mapping_of
 
@@ -64,7 +64,7 @@ def _first_digest_problem(items: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LockedSource:
     url: str
     ref: str

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.yamlio import load_yaml
 
@@ -30,7 +30,7 @@ def config_path() -> Path:
     return Path(base) / "librarian" / "config.yaml"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class UserConfig:
     library: Path | None = None
 

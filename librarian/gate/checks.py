@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -32,7 +32,6 @@ from librarian.core.fsutil import atomic_write
 from librarian.core.manifests import RecipeManifest
 from librarian.core.model import ItemFile, Policy
 from librarian.core.receipts import Receipt
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, GateRefusal, LibrarianError, UsageError
 from librarian.formats.config import ToolEntry
 from librarian.formats.recipe import coerce_input, input_env_name
@@ -48,7 +47,7 @@ APPROVALS_FILE = "approvals.json"
 Entry = Literal["tool", "recipe"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Target:
     """What ``run NAME`` resolved to, read from one commit."""
 
@@ -250,7 +249,7 @@ def last_approval(library: Library, recipe_path: str) -> dict[str, Any] | None:
     return entries[-1] if entries else None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReviewFile:
     path: str
     bytes: int
@@ -258,7 +257,7 @@ class ReviewFile:
     text: str | None  # None for binary content
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ApprovalReview:
     """What ``approve`` shows before it records anything."""
 
@@ -347,7 +346,7 @@ def approve_target(library: Library, target: Target) -> None:
                     target.commit)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Approval:
     """What ``approve`` reviewed and what it recorded."""
 

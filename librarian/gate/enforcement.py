@@ -16,13 +16,12 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from librarian.core.manifests import RecipeEffects, RecipeManifest
 from librarian.core.model import Policy
-from librarian.core.values import frozen
 from librarian.gate.confine import RUNTIME_PATHS, landlock_abi, seccomp_allowed, userns_allowed
 from librarian.gate.environments import wasm_host_paths, wasm_in_process
 
@@ -30,7 +29,7 @@ from librarian.gate.environments import wasm_host_paths, wasm_in_process
 CONFINED_ENVIRONMENTS = ("shell", "python")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Support:
     """What this kernel can enforce."""
 
@@ -47,7 +46,7 @@ def kernel_support() -> Support:
                    seccomp_allowed())
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Plan:
     """How a run is confined: ``policy`` for ``confine.apply`` (None: nothing to apply)
     and the ``enforced`` document for receipts."""

@@ -20,10 +20,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.core.manifests import RecipeEffects, RecipeManifest
-from librarian.core.values import frozen
 
 DOCKER_PROBE_SECONDS = 5.0
 WASM_RUNTIMES = ("wasmtime", "wasmer", "wasmedge")
@@ -37,7 +37,7 @@ CONTAINER_WORK_DIR = "/work"
 CONTAINER_PREFIX = "librarian-"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Availability:
     available: bool
     reason: str | None = None  # why not, e.g. "docker is not available"

@@ -9,15 +9,16 @@ path, so withdrawing, re-exposing or revising never erases usage.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from librarian.core.fsutil import fsync_now
-from librarian.core.values import frozen
 from librarian.library import Library
 
 LEDGER_FILE = "usage.jsonl"
@@ -25,7 +26,7 @@ SUCCESS = frozenset({"succeeded"})
 REFUSED = "refused"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LedgerEntry:
     time: float  # when the run ended (or was refused), seconds since the epoch
     entry: str  # "tool" | "recipe": how the run was asked for
@@ -39,7 +40,7 @@ class LedgerEntry:
     reason: str | None = None  # for refusals
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Per item: runs that executed, how they ended, refusals, and when last used."""
 
@@ -66,7 +67,8 @@ def append(library: Library, entry: LedgerEntry) -> None:
 
 
 def _as_dict(entry: LedgerEntry) -> dict[str, Any]:
-    return {k: v for k, v in entry.__dict__.items() if v is not None}
+    values = {f.name: getattr(entry, f.name) for f in dataclasses.fields(entry)}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def read_ledger(library: Library) -> Iterator[LedgerEntry]:

@@ -23,13 +23,12 @@ import subprocess
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from librarian.core.fsutil import atomic_write
 from librarian.core.receipts import RunReceipt, RunResultReceipt
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.ledger import LedgerEntry, append
 from librarian.library import Library
@@ -51,7 +50,7 @@ CONTAINER_KILL_SECONDS = 10.0  # at most this long waiting for `docker kill`
 _RUN_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{8}")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     run_id: str
     name: str  # the tool or recipe name as given

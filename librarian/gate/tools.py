@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from librarian.cache import DigestCache
 from librarian.core.model import SOURCES_DIR
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import ToolEntry
 from librarian.git import ObjectId
@@ -28,7 +28,7 @@ GONE = "the recipe is gone"
 CHANGED = "the recipe changed since it was exposed"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolState:
     """Whether an exposed tool is current, decided by ``tool_state``."""
 
@@ -75,7 +75,7 @@ def tool_state(snapshot: Snapshot, tool: ToolEntry, digests: DigestCache, *,
 # -- contracts (inspect tools, prompt) -------------------------------------------------
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolInput:
     name: str
     type: str
@@ -84,7 +84,7 @@ class ToolInput:
     description: str | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolContract:
     """An exposed tool with its contract as committed (the pinned recipe's manifest when
     the recipe is still there and readable)."""

@@ -21,12 +21,12 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from dulwich.config import ConfigFile
 from dulwich.errors import ObjectFormatException
 
 from librarian.core.gitpaths import is_dotgit_name, is_hfs_dot, is_ntfs_dot_generic, visible
-from librarian.core.values import frozen
 from librarian.git.fsckheaders import commit_problem, tag_problem
 from librarian.git.rawtree import MODE_WIDTHS
 from librarian.git.rawtree import entries as parsed_entries
@@ -68,7 +68,7 @@ _REASONS = {
 }
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One object git refuses: ``check`` is fsck's message id (``hasDotgit``…)."""
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from librarian.core.values import frozen
-
 ObjectId = bytes  # hex SHA-1, as dulwich spells object ids
 
 
@@ -15,7 +13,7 @@ class TreeEntry:
     sha: ObjectId
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CommitInfo:
     id: ObjectId
     tree: ObjectId

@@ -23,11 +23,11 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
 from librarian.core.fsutil import fsync_dir, fsync_fd
-from librarian.core.values import frozen
 from librarian.git.indexmemo import remember_clean, remember_lengths, remembered_lengths
 from librarian.git.indexscan import (
     ENTRY,
@@ -51,7 +51,7 @@ class IndexLockedError(Exception):
     """``index.lock`` exists: a git command is running (or one crashed and left it)."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class IndexEntry:
     """One stage-0 entry to put into the index."""
 

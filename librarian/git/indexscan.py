@@ -19,8 +19,6 @@ from itertools import accumulate
 from operator import sub
 from pathlib import Path
 
-from librarian.core.values import frozen
-
 HEADER = struct.Struct(">4sLL")
 # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha-1, flags: 62 bytes.
 ENTRY = struct.Struct(">10L20sH")
@@ -177,7 +175,7 @@ def _extensions(data: bytes, pos: int) -> list[memoryview]:
     return keep
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class IndexRecord:
     """One entry as read back: path, mode, hex blob id and merge stage (0 unless conflicted)."""
 

@@ -25,6 +25,7 @@ import hashlib
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,6 @@ from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.pack import Pack, pack_object_header, write_pack_index
 from dulwich.refs import Ref
 
-from librarian.core.values import frozen
 from librarian.git.fsck import BLOB, COMMIT, TAG, TREE, Judge
 from librarian.git.fsckheaders import commit_problem
 from librarian.git.objectstore import held, open_repository
@@ -48,7 +48,7 @@ _LEVEL = 1
 _PROGRESS_EVERY = 5000
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LocalPack:
     """What ``copy_local`` wrote into the quarantine: the pack (open; the caller closes it),
     the ids it holds (binary ids are not kept: hex, as ``Judge.links`` names them), and the
@@ -61,7 +61,7 @@ class LocalPack:
     trees: dict[bytes, bytes]  # and of the first trees, within the same ``keep`` bytes
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LocalFetch:
     refs: dict[bytes, bytes]  # every ref the source holds
     shallow: set[bytes]  # the new shallow boundary: fetched tips that have parents

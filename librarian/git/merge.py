@@ -27,11 +27,11 @@ on one side and deleted on the other: a conflict. The same change on both sides:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
 from librarian.core.markers import MARKER_OURS, MARKER_SPLIT, MARKER_THEIRS
-from librarian.core.values import frozen
 
 #: git's ``FIRST_FEW_BYTES``: how far ``buffer_is_binary`` looks for a NUL
 BINARY_PROBE = 8000
@@ -40,13 +40,13 @@ ConflictKind = Literal["content", "binary", "mode", "added-both", "edited-remove
                        "removed-edited", "file-directory"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileVersion:
     mode: int  # 0o100644 or 0o100755
     data: bytes
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Hunk:
     """One overlapping region: 1-based first line and the lines on each side."""
 
@@ -58,7 +58,7 @@ class Hunk:
     theirs: bytes
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileConflict:
     path: str
     kind: ConflictKind
@@ -66,7 +66,7 @@ class FileConflict:
     hunks: tuple[Hunk, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemMerge:
     """The merged files (None when anything conflicts) and every conflict, path order."""
 

@@ -25,6 +25,7 @@ from dulwich.objects import ObjectID
 from dulwich.pack import Pack, UnpackedObject, full_unpacked_object
 
 from librarian.core.fsutil import fsync_dir, fsync_file
+from librarian.git.dulwich_private import pack_basename, remove_pack
 from librarian.git.repo import GitStore
 
 MAX_PACKS = 50
@@ -53,13 +54,13 @@ def consolidate_packs(store: GitStore, *, max_packs: int = MAX_PACKS,
         return 0  # its list of packs would go stale; git's own maintenance owns it
     candidates = sorted(
         (p for p in object_store.packs
-         if not Path(p._basename + ".keep").exists()),
-        key=lambda p: Path(p._data_path).stat().st_size)
+         if not Path(pack_basename(p) + ".keep").exists()),
+        key=lambda p: Path(pack_basename(p) + ".pack").stat().st_size)
     chosen: list[Pack] = []
     size = 0
     merge = len(object_store.packs) - max(target, 1) + 1  # leaves `target` packs
     for pack in candidates[:merge]:
-        pack_size = Path(pack._data_path).stat().st_size
+        pack_size = Path(pack_basename(pack) + ".pack").stat().st_size
         if chosen and size + pack_size > MAX_MERGE_BYTES:
             break
         chosen.append(pack)
@@ -73,11 +74,11 @@ def consolidate_packs(store: GitStore, *, max_packs: int = MAX_PACKS,
     if new_pack is None:
         return 0
     for suffix in (".pack", ".idx"):
-        fsync_file(Path(new_pack._basename + suffix))
+        fsync_file(Path(pack_basename(new_pack) + suffix))
     fsync_dir(pack_dir)
     for pack in chosen:
-        if pack._basename != new_pack._basename:
-            object_store._remove_pack(pack)
+        if pack_basename(pack) != pack_basename(new_pack):
+            remove_pack(object_store, pack)
     fsync_dir(pack_dir)
     return len(chosen)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
 
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, LibrarianError, UsageError
 from librarian.git.repo import GitStore, ObjectId
 from librarian.git.transfer import RefusedPack, transfer
@@ -24,7 +24,7 @@ _SCP_URL = re.compile(r"^(?:([^/@]*)@)?([^/@:]+):(.*)$", re.S)  # [user@]host:pa
 HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # ext::, fd::…: dulwich reads ssh
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RemoteUrl:
     """The parts of a remote URL that matter for credentials and for ssh's command line."""
 
@@ -132,7 +132,7 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FetchResult:
     commit: ObjectId  # the commit the ref names (annotated tags peeled)
     ref: bytes  # the full upstream ref name that matched

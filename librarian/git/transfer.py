@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import SpooledTemporaryFile
 from typing import Any
@@ -34,7 +35,6 @@ from dulwich.objects import Commit, ObjectID, Tree, sha_to_hex
 from dulwich.pack import Pack, UnpackedObjectIterator
 
 from librarian.core.fsutil import atomic_write
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import fsck
 from librarian.git.fsck import Finding, Judge
@@ -51,7 +51,7 @@ _EMPTY_PACK = 32  # an empty pack is a 12-byte header and a 20-byte checksum
 _GITLINK = 0o160000
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Transfer:
     refs: Mapping[bytes, bytes]  # every ref the source advertised
     fetched: bool  # whether any object was received

@@ -13,7 +13,6 @@ from pathlib import Path
 from librarian.cache import LastValueMemo, ShortMemo
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, MANIFEST_FILES, SOURCES_DIR, ItemKind
 from librarian.core.names import qualified_names
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -25,7 +24,7 @@ from librarian.library.guard import READ_FOLDERS, refuse_linked_state
 STATE_DIR = "librarian"  # inside .git/
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Library:
     """Paths of one library. Cheap to create; opens nothing. ``generated``: the makers of
     the files its commits generate (``library/generated.py``), handed over by whoever opens

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
 from librarian.cache import TreeMemo
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, ItemFile, Policy
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -70,7 +70,7 @@ def committed_yaml(store: GitStore, blob: ObjectId, where: str,
     return value
 
 
-@frozen(eq=False)
+@dataclass(frozen=True, eq=False)  # not slotted: a cached_property needs __dict__
 class Snapshot:
     """One commit of one library (``commit`` None: the unborn branch, an empty tree)."""
 

@@ -10,7 +10,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from librarian.content.secretscan import secret_problem
@@ -26,7 +26,6 @@ from librarian.core.model import (
 )
 from librarian.core.names import name_problem
 from librarian.core.progress import counted
-from librarian.core.values import frozen
 from librarian.errors import LibrarianError
 from librarian.formats.claude_plugin import MARKETPLACE_FILE, PLUGIN_FILE
 from librarian.formats.config import (
@@ -49,7 +48,7 @@ Entry = tuple[str, int, Loader]
 _LINK = 0o120000
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CheckReport:
     scope: str  # "work tree" | "index"
     items: int

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from librarian.core.events import parse_message
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import GitStore, ObjectId, walk_history
 from librarian.library import Library, committed_items
@@ -22,7 +21,7 @@ from librarian.library import Library, committed_items
 ITEM_KEYS = ("Librarian-Item", "Librarian-Previous-Item")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LogEntry:
     commit: str
     time: int

@@ -17,11 +17,11 @@ import os
 import shlex
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from librarian.core.fsutil import atomic_write
 from librarian.core.resources import hooks_dir
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.git import hooks_path
 from librarian.library import Library
@@ -29,7 +29,7 @@ from librarian.library import Library
 __all__ = ["HooksInstalled", "hooks_directory", "install_hooks", "render_hook"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class HooksInstalled:
     """What ``hooks install`` did: the hooks written, where, and the backups it made."""
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from librarian.cache import DigestCache, TreeMemo
 from librarian.core.manifests import RecipeManifest
 from librarian.core.model import MANIFEST_FILES
 from librarian.core.progress import counted
-from librarian.core.values import frozen
 from librarian.errors import LibrarianError, UsageError
 from librarian.gate.ledger import Usage, usage_by_recipe
 from librarian.gate.tools import tool_contracts
@@ -22,14 +21,14 @@ Section = Literal["skills", "recipes", "drafts", "tools", "sources"]
 SECTIONS: tuple[Section, ...] = ("skills", "recipes", "drafts", "tools", "sources")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileInfo:
     path: str
     bytes: int
     executable: bool
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemInfo:
     name: str
     kind: str
@@ -47,7 +46,7 @@ class ItemInfo:
     usage: dict[str, Any] | None = None  # recipes, with --verbose: from the usage ledger
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Inventory:
     items: tuple[ItemInfo, ...]
     tools: tuple[dict[str, Any], ...]
@@ -149,7 +148,7 @@ def _with_last_events(library: Library, items: list[ItemInfo]) -> list[ItemInfo]
         if last is not None:
             event = {"event": last.event, "commit": last.commit, "time": last.time,
                      "subject": last.subject}
-        out.append(ItemInfo(**{**info.__dict__, "last_event": event}))
+        out.append(dataclasses.replace(info, last_event=event))
     return out
 
 
@@ -161,11 +160,11 @@ def _tools(snapshot: Snapshot) -> tuple[dict[str, Any], ...]:
 
 def _with_usage(library: Library, items: list[ItemInfo]) -> list[ItemInfo]:
     usage = usage_by_recipe(library)
-    return [ItemInfo(**{**info.__dict__, "usage": dataclasses.asdict(
-        usage.get(info.path) or Usage())}) if info.kind == "recipe" else info for info in items]
+    return [dataclasses.replace(info, usage=dataclasses.asdict(usage.get(info.path) or Usage()))
+            if info.kind == "recipe" else info for info in items]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Body:
     """``cat``: an item's committed manifest and where it comes from."""
 

@@ -7,11 +7,11 @@ digest ``librarian.lock`` pins beside the one HEAD holds. Read-only: creates not
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.cache import DigestCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
-from librarian.core.values import frozen
 from librarian.gate.checks import approvals_of
 from librarian.gate.enforcement import summary_enforceability
 from librarian.gate.ledger import Usage, usage_by_recipe
@@ -23,7 +23,7 @@ from librarian.ops.naming import find_named
 from librarian.sources.subscriptions import source_infos
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """Where a managed item comes from, and whether HEAD still holds what was locked."""
 
@@ -37,7 +37,7 @@ class Provenance:
     matches_lock: bool
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ItemReport:
     item: ItemInfo
     work_tree: str  # clean | modified | missing

@@ -15,12 +15,12 @@ one new ref, ``refs/tags/librarian-release/<N>`` (N one above the highest), on H
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from librarian.core.model import Policy
 from librarian.core.receipts import Receipt
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import LIBRARY_FILE, load_library_config
 from librarian.git import GitStore, ObjectId, dirty_paths, tagger, write_tag
@@ -32,7 +32,7 @@ from librarian.trust.tag import RELEASE_TAG_PREFIX, release_tag_name, release_ve
 TAG_REFS = b"refs/tags/" + RELEASE_TAG_PREFIX.encode()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReleaseReceipt(Receipt):
     """``release``: the tag made, what it signs, with which key, until when."""
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from librarian.cache import DigestCache
 from librarian.core.events import parse_message
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import GitStore, walk_log
 from librarian.library import Item, Library, Snapshot
@@ -21,7 +20,7 @@ from librarian.library import Item, Library, Snapshot
 DUE, NEW, DEFERRED = "due", "new", "deferred"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Decision:
     event: str
     commit: str
@@ -31,7 +30,7 @@ class Decision:
     evidence: str | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class DraftReview:
     name: str
     kind: str
@@ -44,7 +43,7 @@ class DraftReview:
     decision: Decision | None  # the last decision since admission (a deferral)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReviewReport:
     drafts: tuple[DraftReview, ...]
 

@@ -19,7 +19,6 @@ from librarian.cache import DigestCache, TreeMemo, WorkTreeCache
 from librarian.content.worktree import NotRegularFile, hash_work_dir
 from librarian.core.digest import MODE_TREE
 from librarian.core.model import DRAFTS_DIR, KIND_DIRS, SOURCES_DIR
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import LIBRARY_FILE, LOCK_FILE, TOOLS_FILE, LockedSource
 from librarian.git import GitIgnores, GitStore, ObjectId, TreeEntry, blob_sha1
@@ -48,7 +47,7 @@ class ItemStatus:
     locked: str | None = None  # a managed item: the digest librarian.lock pins
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolStatus:
     name: str
     recipe: str
@@ -60,13 +59,13 @@ class ToolStatus:
     not_enforceable: tuple[str, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileStatus:
     path: str
     status: State
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class StatusReport:
     items: tuple[ItemStatus, ...]
     tools: tuple[ToolStatus, ...]

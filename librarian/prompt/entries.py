@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from librarian.core.jsonable import to_jsonable
-from librarian.core.values import frozen
 from librarian.gate.tools import ToolContract, ToolInput
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SkillEntry:
     name: str
     description: str
@@ -18,14 +18,14 @@ class SkillEntry:
     resident: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ResidentSkill:
     name: str
     location: str
     body: str
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RecipeEntry:
     name: str
     environment: str
@@ -33,7 +33,7 @@ class RecipeEntry:
     state: str
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Registry:
     tree: str | None
     skills: tuple[SkillEntry, ...]

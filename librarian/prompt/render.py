@@ -14,11 +14,10 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from librarian.core.jsonable import to_jsonable
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.gate.tools import ToolContract
 from librarian.prompt.entries import RecipeEntry, Registry, SkillEntry
@@ -29,7 +28,7 @@ MIN_DESCRIPTION = 40
 ELLIPSIS = "…"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Cut:
     budget: int
     shortened: int  # how many descriptions were shortened
@@ -39,7 +38,7 @@ class Cut:
     over_budget: bool  # even with everything cuttable cut, the output exceeds the budget
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class PromptView:
     skills: tuple[SkillEntry, ...]
     recipes: tuple[RecipeEntry, ...]
@@ -48,7 +47,7 @@ class PromptView:
     operator: bool = False  # the JSON adds what only a person sees (hidden skills)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RenderedPrompt:
     format: Format
     text: str

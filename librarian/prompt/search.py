@@ -17,10 +17,10 @@ import contextlib
 import re
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from librarian.core.fsutil import cache_dir_ready
 from librarian.core.model import MANIFEST_FILES
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import AgentProfile
 from librarian.formats.skillmd import decode_text, split_frontmatter
@@ -41,7 +41,7 @@ _SCHEMA = (
 )
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Hit:
     name: str
     description: str
@@ -49,7 +49,7 @@ class Hit:
     score: float  # bm25: lower is better
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SearchResult:
     query: str
     hits: tuple[Hit, ...]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.digest import MODE_TREE
 from librarian.core.events import format_message
-from librarian.core.values import frozen
 from librarian.errors import ConflictError
 from librarian.git import GitStore, ObjectId, TreeEntry
 from librarian.library import Library
@@ -23,7 +23,7 @@ from librarian.library import Library
 BACKUP_PREFIX = "refs/librarian/backups"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Backup:
     ref: str
     commit: str

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from librarian.content.worktree import NotRegularFile, read_work_files
 from librarian.core.fsutil import atomic_write, read_regular
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.library import Library, refuse_linked_state
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from librarian.core.receipts import Receipt
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Conflicted:
     name: str  # SOURCE:NAME
     source: str

@@ -24,10 +24,10 @@ from __future__ import annotations
 import bisect
 import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from librarian.core.model import Policy
-from librarian.core.values import frozen
 from librarian.formats.config import SourceConfig
 from librarian.git import GitStore, ObjectId, entry_set
 from librarian.sources.upstream import (
@@ -59,7 +59,7 @@ class Region(NamedTuple):
     problem: str | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Delta:
     #: the regions' items now (skipped: the whole source's, in the full walk's order)
     collection: Collection

@@ -10,11 +10,11 @@ failure (a fetch that fails, a hostile upstream) still stops the whole update.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from librarian.core.faults import crash_point
 from librarian.core.progress import phase as shown_phase
-from librarian.core.values import frozen
 from librarian.errors import TrustError
 from librarian.formats.config import SourceConfig
 from librarian.git import FetchResult, GitStore, ObjectId, strip_credentials
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the trust machinery is imported only for a signed source
 Progress = Callable[[str], None]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RefusedSource:
     """A source left out of an update: its release was refused."""
 
@@ -38,7 +38,7 @@ class RefusedSource:
     hint: str | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Fetched:
     plans: tuple[SourcePlan, ...]  # of the sources not refused, in the chosen order
     releases: Mapping[str, VerifiedRelease]

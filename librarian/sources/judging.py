@@ -1,34 +1,27 @@
-"""Judging upstream items: each one validated from its git tree, many over two processors.
+"""Judging upstream items: each one validated from its git tree.
 
 ``judge_item`` is one item's verdict, in two steps: ``examine`` reads and validates its
 files and computes its ids (it only reads), ``admit`` acts on the result (the files kept
 for staging, the kind remembered, a tree of its own when files were left out). An install
-judges every item of a collection: ``judge_items`` examines the first half of a long list
-in a forked child (``core.halves``) while this process judges the rest, then admits the
-child's half here; the verdicts are those of ``judge_item``, item for item, whether or not
-the work was split (where the child fails, its half is judged here).
+judges every item of a collection (``judge_items``).
 
 Imports ``core``, ``content`` and ``store``; ``sources.upstream`` builds on it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import marshal
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from librarian.content.sourcedir import IGNORE_FILE, IgnoreMatcher, ignore_spec
 from librarian.content.validate import validate_item
 from librarian.content.worktree import item_ids
-from librarian.core import halves
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.gitpaths import segment_problem, visible
 from librarian.core.model import ItemFile, Policy
-from librarian.core.values import frozen
 from librarian.errors import ValidationError
 from librarian.git import GitStore, ObjectId, TreeEntry
 from librarian.library import remember_kind
@@ -50,7 +43,7 @@ class UpstreamItem:
         return self.path.rsplit("/", 1)[-1]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Skipped:
     path: str
     problems: tuple[str, ...]
@@ -101,57 +94,13 @@ def judge_item(
 
 def judge_items(store: GitStore, wanted: Sequence[tuple[str, ObjectId]],
                 policy: Policy) -> list[UpstreamItem | Skipped]:
-    """``judge_item`` of each (path, tree id) of ``wanted``, in order; a long list in two
-    halves, the first examined in a child process."""
-    verdicts: list[UpstreamItem | Skipped | None] = [None] * len(wanted)
-
-    def theirs(start: int, stop: int) -> bytes:
-        # The files' bytes come back only as far as the stage keeps them (half of its
-        # room; this process's own half fills it too): memory is bounded as it is here.
-        room = store.checked.room // 2
-        sent = []
-        for path, tree in wanted[start:stop]:
-            found = examine(store, path, tree, policy)
-            size = sum(len(f.data) for f in found.files) if isinstance(found, Examined) else 0
-            sent.append(_encoded(found, size <= room))
-            room -= size if size <= room else 0
-        return marshal.dumps(sent)
-
-    def mine(start: int, stop: int) -> None:
-        # An item that cannot be judged (a damaged store) stops this half; it is judged
-        # again below, after the first half, so the error raised is the first in order.
-        with contextlib.suppress(Exception):
-            for number in range(start, stop):
-                path, tree = wanted[number]
-                verdicts[number] = judge_item(store, path, tree, policy)
-
-    made = halves.in_halves(len(wanted), theirs, mine)
-    for number, found in enumerate(_decoded(made, len(wanted) // 2)):
-        path, tree = wanted[number]
-        if isinstance(found, _Unkept):
-            store.checked.digests[tree] = found.digest  # staging reads the files again
-            remember_kind(store, tree, found.paths)
-            verdicts[number] = UpstreamItem(path, tree, found.digest, found.warnings)
-        elif found is not None:
-            verdicts[number] = admit(store, path, tree, found)
-    for number, verdict in enumerate(verdicts):
-        if verdict is None:  # not split, the child failed, or its files were not sent
-            path, tree = wanted[number]
-            verdicts[number] = judge_item(store, path, tree, policy)
-    return [v for v in verdicts if v is not None]
-
-
-class _Unkept(NamedTuple):
-    """A valid item the child judged whose bytes it did not send (no room to keep them)."""
-
-    paths: tuple[str, ...]
-    digest: str
-    warnings: tuple[str, ...]
+    """``judge_item`` of each (path, tree id) of ``wanted``, in order."""
+    return [judge_item(store, path, tree, policy) for path, tree in wanted]
 
 
 def examine(store: GitStore, path: str, tree: ObjectId, policy: Policy) -> Verdict:
     """The files of the item at ``tree``, validated and hashed; or its problems. Reads
-    only (it may run in ``judge_items``'s child)."""
+    only."""
     problems: list[str] = []
     files: list[ItemFile] = []
     total = 0
@@ -204,40 +153,6 @@ def admit(store: GitStore, path: str, tree: ObjectId, found: Verdict) -> Upstrea
     store.checked.keep(tree, found.files, found.blobs, found.digest)
     remember_kind(store, tree, (f.path for f in found.files))
     return UpstreamItem(path, tree, found.digest, found.warnings)
-
-
-def _encoded(found: Verdict, with_bytes: bool) -> object:
-    if not isinstance(found, Examined):
-        return list(found)
-    return ([(f.path, f.executable, f.data if with_bytes else None) for f in found.files],
-            found.blobs, found.canonical, found.digest, list(found.warnings), found.left_out)
-
-
-def _decoded(made: bytes | None, count: int) -> list[Verdict | _Unkept | None]:
-    """The child's verdicts (None: to be judged here); none at all where it sent none or
-    not ``count`` of them (its half is then judged here)."""
-    if made is None:
-        return []
-    try:
-        values = marshal.loads(made)
-        if not isinstance(values, list) or len(values) != count:
-            return []
-        return [_verdict(value) for value in values]
-    except (ValueError, EOFError, TypeError, IndexError):
-        return []
-
-
-def _verdict(value: Any) -> Verdict | _Unkept | None:
-    """One of ``_encoded``'s values back (marshal's: its shape is this module's own)."""
-    if isinstance(value, list):
-        return tuple(str(problem) for problem in value)
-    files, blobs, canonical, digest, warnings, left_out = value
-    if any(data is None for _, _, data in files):
-        # A tree of its own is made from the bytes: without them it is judged here.
-        return None if left_out else _Unkept(tuple(p for p, _, _ in files), digest,
-                                             tuple(warnings))
-    return Examined(tuple(ItemFile(p, x, d) for p, x, d in files), blobs, canonical, digest,
-                    tuple(warnings), left_out)
 
 
 def _ignores(store: GitStore, tree: ObjectId, problems: list[str]) -> IgnoreMatcher:

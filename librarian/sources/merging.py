@@ -9,12 +9,11 @@ this module reads the sides and turns the result into a ``MergeOutcome`` the pla
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from librarian.content.worktree import NotRegularFile, hash_files, read_work_files
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE
 from librarian.core.model import ItemFile
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import (
     FileConflict,
@@ -28,7 +27,7 @@ from librarian.git import (
 from librarian.library import Library
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class MergeOutcome:
     """The merge of one item: the merged files (None on conflict), every file conflict,
     the work-tree files it starts from and the files both sides changed."""

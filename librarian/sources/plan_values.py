@@ -17,7 +17,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
 from librarian.core.names import qualified_names
-from librarian.core.values import frozen
 from librarian.formats.config import LockedSource
 from librarian.sources.upstream import Skipped, collection_path
 
@@ -76,7 +75,7 @@ class KeptItems:
                               tree.decode())
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SourcePlan:
     source: str
     url: str  # credentials stripped

@@ -8,16 +8,16 @@ Imports ``sources.update`` (the plan) and the store; the diff text comes from
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from librarian.content.patch import tree_diff
-from librarian.core.values import frozen
 from librarian.library import Library
 from librarian.sources.update import Progress, UpdateReport, outdated, update
 
 CHANGING = ("add", "update", "remove", "conflict")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Preview:
     report: UpdateReport
     diff: str  # empty when nothing would change

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from librarian.core.digest import content_digest
-from librarian.core.values import frozen
 from librarian.errors import TrustError, UsageError
 from librarian.formats.config import LockedSource, SourceConfig
 from librarian.git import (
@@ -51,7 +50,7 @@ _TAGS = b"refs/tags/"
 Progress = Callable[[str], None]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReleaseInfo:
     """How a source is signed, for plans and ``source list``."""
 
@@ -152,7 +151,7 @@ def keep_release_tags(store: GitStore, releases: Mapping[str, VerifiedRelease]) 
             store.set_ref(ref, old, release.tag_id.encode(), b"librarian: release installed")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class VerifiedSource:
     """One source as ``verify`` found it, keyed by ``name`` as ``source list`` keys it;
     ``items`` is how many items the verified release covers, None when nothing was
@@ -168,7 +167,7 @@ class VerifiedSource:
     expired: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class VerifyReport:
     sources: tuple[VerifiedSource, ...]
 

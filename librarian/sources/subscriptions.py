@@ -11,7 +11,7 @@ reads the committed ``library.yaml``, never the work tree's.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from librarian.cache import WorkTreeCache
@@ -20,7 +20,6 @@ from librarian.core.events import trailers
 from librarian.core.names import check_name
 from librarian.core.progress import counted
 from librarian.core.receipts import BackupReceipt, Receipt
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -44,7 +43,7 @@ from librarian.trust.keys import parse_public_key, read_public_keys
 from librarian.txn import FileChange, Transaction
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SourceInfo:
     name: str
     url: str  # credentials stripped

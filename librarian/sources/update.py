@@ -25,14 +25,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from librarian.cache import TreeMemo
 from librarian.core.digest import MODE_FILE, MODE_TREE
 from librarian.core.events import trailers
 from librarian.core.faults import crash_point
-from librarian.core.values import frozen
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import (
     LIBRARY_FILE,
@@ -75,7 +74,7 @@ __all__ = [
 Progress = Callable[[str], None]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class UpdateReport:
     kind: str  # "update" or "outdated"
     plans: tuple[SourcePlan, ...]

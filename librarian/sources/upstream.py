@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from librarian.content.sourcedir import IgnoreMatcher
 from librarian.core.model import MANIFEST_FILES, SOURCES_DIR, Policy
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.formats.config import SourceConfig
 from librarian.git import GitStore, ObjectId
@@ -44,7 +44,7 @@ WalkStart = tuple[str, int, str | None]
 Found = tuple[str, ObjectId, str | None]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Collection:
     """The items an update would install from one upstream commit."""
 

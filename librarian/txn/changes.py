@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from librarian.core.model import ItemFile
-from librarian.core.values import frozen
 from librarian.git import ObjectId, TreeEntry
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class DirChange:
     """Set a directory to ``files``; ``None`` removes it. ``adopt``: the path is untracked
     and the work tree already holds exactly ``files`` there (``retain`` of an item written in
@@ -18,7 +19,7 @@ class DirChange:
     adopt: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FileChange:
     """Set a top-level file such as tools.yaml to ``data``; ``None`` removes it."""
 
@@ -26,7 +27,7 @@ class FileChange:
     data: bytes | None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class TreeChange:
     """Set a directory to a tree already in the object store (e.g. fetched from a source);
     ``None`` removes it. When ``digest`` is given, the staged copy must hash to it."""
@@ -42,7 +43,7 @@ class TreeChange:
     work_is_base: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class EntryChange:
     """One entry inside a directory changed in place (``TreeChange.work_is_base``): set
     ``path`` to a blob or tree of the new commit, or remove it (``None``). The commit is
@@ -61,7 +62,7 @@ def work_trees(changes: tuple[Change, ...] | list[Change]) -> tuple[tuple[int, s
                  if isinstance(change, TreeChange) and change.work is not None)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CommitResult:
     commit: str  # hex id of the new commit
     base: str | None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from librarian.core.fsutil import atomic_write
-from librarian.core.values import frozen
 from librarian.errors import UsageError
 from librarian.git import is_branch_ref
 from librarian.library import Library
@@ -21,7 +21,7 @@ _TX = re.compile(r"[0-9a-f]{12}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Journal:
     tx: str  # names stage/<tx>/ and trash/<tx>/
     branch: str  # refs/heads/…

@@ -2,14 +2,7 @@
 
 ``stage_changes`` writes slot i for change i, verified against what the plan checked; the
 slots staged whole from a stored tree come back as ``StagedTree`` (their index entries,
-and the stat cache's seed). Creating files is the kernel's work more than Python's, and
-it spreads over processors (a bare loop creating an install's 50,000 files: 2.55 s in one
-process, 1.52-1.74 s in two, on this machine): where many slots are staged whole, the
-first half of them is written by a forked child (``core.halves``) while this process
-writes the rest. The child writes only inside this transaction's stage, which is never
-visible before the journal and is discarded with it; it sends back each file's blob id
-and stat. Where it fails, what it wrote is removed and its half staged here, so an error
-(a damaged object, a full disk) is raised here as before.
+and the stat cache's seed).
 
 Imports ``core``, ``content`` and the store's ``changes``, ``gitindex``, ``gitstore``,
 ``statcache`` and ``trees``; ``apply`` builds on it.
@@ -17,18 +10,15 @@ Imports ``core``, ``content`` and the store's ``changes``, ``gitindex``, ``gitst
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from librarian.cache import StagedDir, staged_dir
 from librarian.content.worktree import ItemHash, git_ids, hash_files, write_files
-from librarian.core import halves
 from librarian.core.digest import MODE_EXECUTABLE, MODE_FILE, MODE_TREE
-from librarian.core.fsutil import fsync_dir, synced_elsewhere, write_file_durably
+from librarian.core.fsutil import fsync_dir, write_file_durably
 from librarian.core.model import ItemFile
 from librarian.core.progress import counted
 from librarian.errors import TrustError
@@ -50,66 +40,14 @@ def stage_changes(stage: Path, changes: Sequence[Change],
     staged whole from a stored tree, by number."""
     stage.mkdir(parents=True)
     entries: dict[int, StagedTree] = {}
-    whole = [number for number, change in enumerate(changes) if _whole(change)]
-
-    def theirs(start: int, stop: int) -> bytes:
-        import pickle  # here: only a split stage pays for it (2 ms, every command's cost)
-
-        sent = []
-        for number in whole[start:stop]:
-            change = changes[number]
-            assert isinstance(change, TreeChange) and change.tree is not None
-            files, blobs = _tree_files(store, change.path, change.tree, change.digest)
-            sent.append((number, _written(files, blobs, write_files(stage / str(number),
-                                                                     files))))
-        return pickle.dumps(sent, pickle.HIGHEST_PROTOCOL)
-
-    def mine(start: int, stop: int) -> None:
-        split.append(True)
-        theirs_done.update(whole[:start])  # the child's: not staged here
-        try:
-            _stage_each(stage, changes, store, entries, skip=theirs_done)
-        except Exception as exc:  # raised after the child's half: the first in order
-            failed.append(exc)
-
-    split: list[bool] = []
-    failed: list[Exception] = []
-    theirs_done: set[int] = set()
-    made = halves.in_halves(len(whole), theirs, mine)
-    if not split:  # not worth a child: every slot here
-        _stage_each(stage, changes, store, entries)
-    else:
-        received = _received(made, whole[:len(whole) // 2])
-        if received is None:  # the child failed: its slots again, here
-            for number in theirs_done:
-                with contextlib.suppress(FileNotFoundError):
-                    shutil.rmtree(stage / str(number))
-            _stage_each(stage, changes, store, entries, only=theirs_done)
-        else:
-            synced_elsewhere()  # its files are durable only by a sync of the file system
-            for number, written in received:
-                change = changes[number]
-                assert isinstance(change, TreeChange) and change.tree is not None
-                store.checked.pop(change.tree, None)  # staged: the plan's bytes go
-                entries[number] = _staged(store, change.path, change.tree, written)
-        if failed:
-            raise failed[0]
-    fsync_dir(stage)
-    # In slot order, as staged one by one: the stat cache is seeded in this order, and
-    # the next status reads its records in step (statcache).
-    return dict(sorted(entries.items()))
-
-
-def _whole(change: Change) -> bool:
-    return isinstance(change, TreeChange) and change.work is None and change.tree is not None
+    _stage_each(stage, changes, store, entries)  # in slot order: the stat cache is seeded
+    fsync_dir(stage)  # in this order, and the next status reads its records in step
+    return entries
 
 
 def _stage_each(stage: Path, changes: Sequence[Change], store: GitStore,
-                entries: dict[int, StagedTree], *, skip: set[int] | None = None,
-                only: set[int] | None = None) -> None:
+                entries: dict[int, StagedTree]) -> None:
     for number, change in enumerate(counted("stage", changes)):
-        if (skip is not None and number in skip) or (only is not None and number not in only):
-            continue
         slot = stage / str(number)
         if isinstance(change, EntryChange):
             if change.entry is not None:
@@ -127,22 +65,6 @@ def _stage_each(stage: Path, changes: Sequence[Change], store: GitStore,
                         change.digest)
         elif isinstance(change, TreeChange) and change.tree is not None:
             entries[number] = _stage_tree(store, slot, change.path, change.tree, change.digest)
-
-
-def _received(made: bytes | None, numbers: list[int]) -> list[tuple[int, Written]] | None:
-    """What the child staged, slot by slot (pickled by this same program, in a fork of this
-    process); None unless it is every one of ``numbers``, in order."""
-    if made is None:
-        return None
-    import pickle
-
-    try:
-        received = pickle.loads(made)  # noqa: S301 (our own child's bytes, never a peer's)
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(received, list) or [n for n, _ in received] != numbers:
-        return None
-    return received
 
 
 Written = list[tuple[str, bool, bytes, os.stat_result]]  # path, executable, blob id, stat

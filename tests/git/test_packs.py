@@ -5,7 +5,6 @@ git is the judge: `git fsck --strict`, `git count-objects -v`, every object stil
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from support.helpers import git, git_text, requires_git
 
 from librarian.agents.claude_manifests import GENERATED
 from librarian.git import packs
-from librarian.git.objectstore import pack_added
 from librarian.git.repo import GitStore
 
 
@@ -74,7 +72,7 @@ def test_a_kept_pack_and_a_store_under_the_limit_are_left_alone(tmp_path: Path) 
 def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
     library: Path, sources: Path
 ) -> None:
-    from support.helpers import make_skill
+    from helpers import make_skill
 
     from librarian.library.layout import Library
     from librarian.ops.retention import retain
@@ -89,21 +87,3 @@ def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
     assert before <= _objects(library)
     subprocess.run(["git", "fsck", "--strict"], cwd=library, check=True, capture_output=True)
     assert git_text(library, "status", "--porcelain") == ""
-
-
-@requires_git
-def test_objects_are_looked_up_in_the_newest_pack_first(tmp_path: Path) -> None:
-    """As git sorts its packs by mtime: what the last fetch brought is found at once."""
-    repo = _repo_with_packs(tmp_path, 8)
-    pack_dir = repo / ".git" / "objects" / "pack"
-    by_age = sorted(pack_dir.glob("*.pack"), key=lambda p: p.name)  # any order but mtime's
-    for age, path in enumerate(by_age):
-        os.utime(path, ns=(age * 10**9, age * 10**9))
-    newest_first = [p.stem for p in reversed(by_age)]
-    with GitStore(repo) as store:
-        cache = store.dulwich_repo.object_store._pack_cache
-        assert list(cache) == newest_first
-        os.utime(by_age[0], ns=(99 * 10**9, 99 * 10**9))
-        pack_added(store.dulwich_repo.object_store)
-        assert list(cache) == [by_age[0].stem, *newest_first[:-1]]
-        assert store.commit(store.head() or b"").message.startswith("commit 7")

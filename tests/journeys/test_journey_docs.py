@@ -10,21 +10,17 @@ from pathlib import Path
 
 import click
 import pytest
-import typer.main
 from support.helpers import PROJECT
 from support.journey_documents import collect
 
-from librarian.cli.main import register_commands
+from librarian.cli.main import command_table
 
 PAGE = PROJECT / "docs" / "commands.md"
 ALWAYS = {"--json", "--help"}
 
 
 def _commands() -> tuple[click.Group, dict[str, set[str]]]:
-    register_commands(["--help"])  # imports every command module
-    from librarian.cli.app import app
-
-    root = typer.main.get_command(app)
+    root = command_table()
     assert isinstance(root, click.Group)
 
     def walk(command: click.Command, path: list[str]) -> Iterator[tuple[str, set[str]]]:

@@ -27,12 +27,12 @@ from librarian.txn.changes import FileChange
 
 Cap = pytest.CaptureFixture[str]
 
-#: Never imported by a warm status of a library without exposed tools.
+#: Never imported by a warm status of a library without exposed tools (the command
+#: modules are: they make the command table).
 NOT_NEEDED = ("yaml", "librarian.gate", "librarian.core.manifests", "librarian.content.validate",
               "librarian.formats.skillmd", "librarian.formats.recipe",
               "librarian.content.secretscan", "librarian.txn.transaction", "librarian.sources",
-              "librarian.trust", "librarian.cli.skills", "librarian.cli.sources",
-              "librarian.cli.tools", "cryptography", "rich")
+              "librarian.trust", "cryptography", "rich")
 
 
 def _loaded(modules: set[str], name: str) -> bool:

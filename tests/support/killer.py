@@ -1,12 +1,10 @@
 """Run librarian's command line, SIGKILLed just before its K-th write step.
 
-``python tests/support/killer.py ARGS…`` with ``KILL_AT=K``: an audit hook counts every
-operation that changes the file system (an open for writing, a rename, an unlink, a
-mkdir, a rmdir, a chmod, a truncate) and kills the process with SIGKILL just before the
-K-th, exactly as an outside kill would land there. ``KILL_AT=0`` kills nothing and prints
-the count of steps on stderr as ``write-steps: N`` (the command's own output comes first).
-``KILL_SPLIT=1`` splits work over two processors from two items on (``core.halves``): a
-forked child counts its own steps from the fork on, so it is killed at its K-th too.
+``python tests/support/killer.py ARGS…`` with ``KILL_AT=K``: an audit hook counts every operation
+that changes the file system (an open for writing, a rename, an unlink, a mkdir, a rmdir,
+a chmod, a truncate) and kills the process with SIGKILL just before the K-th, exactly as
+an outside kill would land there. ``KILL_AT=0`` kills nothing and prints the count of
+steps on stderr as ``write-steps: N`` (the command's own output comes first).
 """
 
 from __future__ import annotations
@@ -45,11 +43,6 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 if __name__ == "__main__":
     sys.addaudithook(_hook)
     from librarian.cli.main import main
-
-    if os.environ.get("KILL_SPLIT") == "1":
-        from librarian.core import halves
-
-        halves.LEAST = 2
 
     code = main(sys.argv[1:])
     if _kill_at == 0:

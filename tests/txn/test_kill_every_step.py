@@ -123,10 +123,9 @@ COMMANDS: dict[str, Callable[[World], list[str]]] = {
     "source-add": lambda w: ["source", "add", "extra", w.team.url],
     "update": lambda w: ["update", "team"],
     "update-force": lambda w: ["update", "forced", "--force"],
-    # An install whose items are judged and staged half by a forked child (KILL_SPLIT).
-    "install-split": lambda w: ["update", "many"],
+    # A first install of a source of several items.
+    "install-many": lambda w: ["update", "many"],
 }
-SPLIT = {"install-split"}
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +139,9 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _librarian(library: Path, *args: str, kill_at: int | None = None, split: bool = False
+def _librarian(library: Path, *args: str, kill_at: int | None = None
                ) -> subprocess.CompletedProcess[str]:
     env = _child_env()
-    if split:
-        env["KILL_SPLIT"] = "1"
     command = [sys.executable, str(KILLER)] if kill_at is not None else [
         sys.executable, "-m", "librarian"]
     if kill_at is not None:
@@ -213,8 +210,7 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
 
     reference = tmp_path / "reference"
     shutil.copytree(world.template, reference, symlinks=True)
-    split = name in SPLIT
-    counted = _librarian(reference, *args, kill_at=0, split=split)
+    counted = _librarian(reference, *args, kill_at=0)
     assert counted.returncode == 0, counted.stderr
     steps = int(counted.stderr.strip().rsplit("write-steps: ", 1)[1])
     after = _outcome(reference)
@@ -225,7 +221,7 @@ def test_killed_at_every_write_step_recovers_to_before_or_after(
     for k in _steps(steps):
         trial = tmp_path / f"k{k}"
         shutil.copytree(world.template, trial, symlinks=True)
-        killed = _librarian(trial, *args, kill_at=k, split=split)
+        killed = _librarian(trial, *args, kill_at=k)
         recovered, recover_err = _in_process(trial, "recover")
         now = _outcome(trial)
         problems = []

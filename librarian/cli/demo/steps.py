@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from librarian.core.values import frozen
+from dataclasses import dataclass
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class DemoStep:
     title: str
     command: str

@@ -72,7 +72,7 @@ def test_a_kept_pack_and_a_store_under_the_limit_are_left_alone(tmp_path: Path) 
 def test_a_command_that_commits_consolidates_a_library_with_too_many_packs(
     library: Path, sources: Path
 ) -> None:
-    from helpers import make_skill
+    from support.helpers import make_skill
 
     from librarian.library.layout import Library
     from librarian.ops.retention import retain

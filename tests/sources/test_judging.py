@@ -14,7 +14,6 @@ from support.sources_helpers import MODE_EXEC, MODE_LINK, Upstream, install
 
 from librarian.agents.claude_manifests import GENERATED
 from librarian.cache.memo import ShortMemo
-from librarian.core import halves
 from librarian.core.model import Policy
 from librarian.errors import UsageError
 from librarian.formats.config import SourceConfig
@@ -80,13 +79,6 @@ def test_without_room_staging_reads_the_store(
         assert cli(capsys, lib, "init", str(lib), "--name", lib.name).code == 0
     up = _upstream(tmp_path / "up")
     install(capsys, lib_a, up)
-    monkeypatch.setattr(halves, "LEAST", 2)
-    monkeypatch.setattr(objectstore, "BLOB_MEMO_BYTES", 0)  # no bytes kept, none sent
-    alone = _read(Library(lib_a, GENERATED), monkeypatch, split=False)
-    collection, checked, digests, kinds = _read(Library(lib_a, GENERATED), monkeypatch, split=True)
-    assert (collection, digests, kinds) == (alone[0], alone[2], alone[3]) and not checked
-    monkeypatch.setattr(halves, "LEAST", 2)
-    install(capsys, lib_b, up)  # split, every item staged from the store
     kept = _read(Library(lib_a, GENERATED))
     monkeypatch.setattr(objectstore, "BLOB_MEMO_BYTES", 0)  # no bytes kept
     collection, checked, digests, kinds = _read(Library(lib_a, GENERATED))

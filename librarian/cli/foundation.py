@@ -24,14 +24,17 @@ app.add_typer(hooks_app, name="hooks")
 def init(
     path: Annotated[Path, typer.Argument(help="Directory for the new library.")] = Path(),
     name: Annotated[str | None, typer.Option("--name", help="Library name.")] = None,
+    own_repo: Annotated[bool, typer.Option(
+        "--own-repo", help="A repository of its own, even inside a git work tree.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a new library from the template, with its first commit."""
+    """Create a new library from the template, with its first commit (inside a git work
+    tree: a folder of that repository, committed with the project)."""
     from librarian.agents.claude_manifests import GENERATED
     from librarian.cli.render import receipt_text
     from librarian.ops.create import init_library
 
-    receipt = init_library(path, name, GENERATED)
+    receipt = init_library(path, name, GENERATED, own_repo=own_repo)
     emit(receipt, as_json, receipt_text(receipt))
 
 

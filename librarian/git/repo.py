@@ -42,10 +42,16 @@ _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
 
 
 class GitStore:
-    """One open repository. Use as a context manager so dulwich's files are closed."""
+    """One open repository. Use as a context manager so dulwich's files are closed.
 
-    def __init__(self, root: Path) -> None:
+    ``prefix``: the folder of the repository this store's reader works in (posix, "" for
+    the top). ``tree_of`` gives the tree at that folder, so whoever reads commits through
+    it sees only that folder; ``full_tree`` puts such a tree back into a commit's root
+    tree, the rest of it unchanged. ``commit(...).tree`` is always the root tree."""
+
+    def __init__(self, root: Path, prefix: str = "") -> None:
         self.root = root
+        self.prefix = prefix
         try:
             self._repo = open_repository(str(root))
         except (NotGitRepository, OSError) as exc:
@@ -160,8 +166,25 @@ class GitStore:
         )
 
     def tree_of(self, commit: ObjectId | None) -> ObjectId | None:
-        """The root tree of ``commit``; None for no commit (an unborn branch)."""
-        return self.commit(commit).tree if commit is not None else None
+        """The tree of ``commit`` at ``prefix`` (its root tree when that is ""); None for no
+        commit (an unborn branch) or no tree there."""
+        if commit is None:
+            return None
+        tree = self.commit(commit).tree
+        if not self.prefix:
+            return tree
+        entry = self.lookup(tree, self.prefix)
+        return entry.sha if entry is not None and stat.S_ISDIR(entry.mode) else None
+
+    def full_tree(self, base: ObjectId | None, tree: ObjectId | None) -> ObjectId:
+        """The root tree of a commit whose tree at ``prefix`` is ``tree`` and whose other
+        paths are those of commit ``base`` (never the index: what is staged elsewhere stays
+        staged, and uncommitted)."""
+        if not self.prefix:
+            return tree if tree is not None else self._stage(Tree())
+        root = self.commit(base).tree if base is not None else None
+        entry = TreeEntry(MODE_TREE, tree) if tree is not None else None
+        return self.with_path(root, self.prefix, entry)
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
         return {name.decode("utf-8", "surrogateescape"): TreeEntry(mode, sha)

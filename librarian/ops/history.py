@@ -69,9 +69,14 @@ class _Follow:
 
 
 def _entries(store: GitStore, head: ObjectId | None) -> Iterator[LogEntry]:
+    """The events of the library's history; of a library in a folder of a project, the
+    commits that changed that folder (another library of the project has its own)."""
     for info in walk_log(store, head):
         event = parse_message(info.message)
         if event is None or event.kind is None:
+            continue
+        if store.prefix and store.tree_of(info.id) == (
+                store.tree_of(info.parents[0]) if info.parents else None):
             continue
         yield LogEntry(info.id.decode(), info.time, info.author, event.subject, event.kind,
                        event.trailers)

@@ -23,14 +23,15 @@ DEFAULT_WAIT_SECONDS = 2.0
 
 @contextlib.contextmanager
 def library_lock(path: Path, *, wait: float = DEFAULT_WAIT_SECONDS) -> Iterator[None]:
-    refuse_linked_state(path.parent.parent)
+    git_dir = next(p for p in path.parents if p.name == ".git")
+    refuse_linked_state(git_dir, path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        refuse_linked_state(path.parent.parent)  # a link planted since: name it
+        refuse_linked_state(git_dir, path.parent)  # a link planted since: name it
         raise
     acquired = False
     try:

@@ -9,10 +9,13 @@ Managed skills (under ``sources/``) and drafts are outside ``skills/``: Codex ne
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from librarian.agents.claude_manifests import committed_config
 from librarian.core.model import KIND_DIRS, MANIFEST_FILES
 from librarian.core.values import frozen
+from librarian.layers.stack import Stack
+from librarian.layers.union import holdings
 from librarian.library import Library, committed_items
 
 
@@ -27,19 +30,33 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a TOML basic string has JSON's escapes
 
 
-def codex_config(library: Library) -> CodexConfig:
+def _hidden_paths(library: Library) -> list[str]:
     with library.store() as store:
         tree = store.tree_of(store.head())
         config = committed_config(store, tree)
         hidden = set(config.hidden) if config else set()
-        paths = tuple(str(library.path_of(item.path) / MANIFEST_FILES["skill"])
-                      for item in committed_items(store, tree)
-                      if item.kind == "skill" and item.state == "retained"
-                      and item.name in hidden)
+        return [str(library.path_of(item.path) / MANIFEST_FILES["skill"])
+                for item in committed_items(store, tree)
+                if item.kind == "skill" and item.state == "retained" and item.name in hidden]
+
+
+def codex_config(stack: Stack) -> CodexConfig:
+    """The entries that disable, in Codex, every skill a layer hides and, over layers,
+    every retained skill of a farther layer whose name a nearer layer holds (Codex reads
+    ``<repo>/.agents/skills`` and ``~/.agents/skills`` both, and would list the two)."""
+    library = stack.nearest
+    paths = [path for layer in stack.layers for path in _hidden_paths(layer.library)]
+    paths += [str(Path(held.layer, held.path, MANIFEST_FILES["skill"]))
+              for held in holdings(stack) if stack.layered and not held.wins
+              and held.kind == "skill" and held.state == "retained"]
     lines = [f"# Codex: hide the skills the librarian library at {library.root} hides.",
              "# Add to ~/.codex/config.toml (`librarian export codex-config` again after "
              "hide/show).", f"# Codex reads {library.root / KIND_DIRS['skill']} when the "
              "library is ~/.agents or <repo>/.agents."]
+    if stack.layered:
+        lines.append("# Over its layers: " + ", ".join(
+            str(layer.library.root) for layer in stack.layers[1:])
+            + "; a name a nearer layer holds is disabled in the farther ones.")
     for path in paths:
         lines += ["", "[[skills.config]]", f"path = {_toml_string(path)}", "enabled = false"]
-    return CodexConfig(str(library.root), paths, "\n".join(lines) + "\n")
+    return CodexConfig(str(library.root), tuple(paths), "\n".join(lines) + "\n")

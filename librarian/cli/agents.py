@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.cli.app import JsonOpt, app, current_stack, emit, jsonable
 from librarian.errors import UsageError
 
 export_app = typer.Typer(help="Write configuration for other agents.", no_args_is_help=True)
@@ -15,7 +15,7 @@ app.add_typer(export_app, name="export")
 
 @app.command()
 def mcp(as_json: JsonOpt = False) -> None:
-    """Serve the library to agents over the Model Context Protocol (stdio).
+    """Serve the library (over its layers) to agents over the Model Context Protocol (stdio).
 
     It speaks JSON-RPC on stdout until the client closes stdin (``--json`` changes nothing)."""
     try:
@@ -25,7 +25,8 @@ def mcp(as_json: JsonOpt = False) -> None:
             raise
         raise UsageError("`librarian mcp` needs the MCP SDK, which is not installed",
                          hint="pip install 'librarian[mcp]'") from None
-    serve(current_library())
+    stack = current_stack()
+    serve(stack.nearest, stack)
 
 
 @export_app.command("codex-config")
@@ -33,6 +34,6 @@ def codex_config(as_json: JsonOpt = False) -> None:
     """The ~/.codex/config.toml entries that hide from Codex what the library hides."""
     from librarian.agents.codex import codex_config as build
 
-    config = build(current_library())
+    config = build(current_stack())
     document = {"kind": "codex_config", **jsonable(config)}
     emit(document, as_json, config.toml.rstrip("\n"))

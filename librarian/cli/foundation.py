@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.cli.app import JsonOpt, app, current_library, current_stack, emit, jsonable
 from librarian.errors import UsageError
 
 hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
@@ -66,12 +66,16 @@ def inspect(
     from librarian.ops.inventory import SECTIONS, inspect_library
 
     if section is not None and section not in SECTIONS:
-        from librarian.cli.render_item import item_report_text
-        from librarian.ops.itemreport import inspect_item
+        from librarian.cli.render_item import holdings_text, item_report_text
+        from librarian.layers.reading import inspect_layered
 
-        report = inspect_item(current_library(), section)
-        emit({"kind": "item", **jsonable(report)} if as_json else None, as_json,
-             item_report_text(report))
+        found = inspect_layered(current_stack(), section)
+        document = {"kind": "item", **jsonable(found.report)}
+        if found.layers:
+            document.update(layer=found.layer,
+                            layers=[jsonable(held) for held in found.layers])
+        emit(document if as_json else None, as_json,
+             item_report_text(found.report) + holdings_text(found.layers))
         return
     inventory = inspect_library(current_library(), section, verbose=verbose)
     emit({"kind": "inventory", **jsonable(inventory)} if as_json else None, as_json,
@@ -81,9 +85,9 @@ def inspect(
 @app.command()
 def cat(name: str, as_json: JsonOpt = False) -> None:
     """Print the item's body (SKILL.md or recipe.yaml) as committed."""
-    from librarian.ops.inventory import cat_item
+    from librarian.layers.reading import cat_layered
 
-    found = cat_item(current_library(), name)
+    found = cat_layered(current_stack(), name)
     text = found.body.decode("utf-8", "replace")
     if as_json:
         emit({"kind": "body", "name": found.name, "path": found.path, "file": found.file,
@@ -144,9 +148,9 @@ def check(
 ) -> None:
     """Validate the whole library; exit 2 when anything is wrong."""
     from librarian.cli.render import check_text
-    from librarian.ops.checking import check_library
+    from librarian.layers.reading import check_layered
 
-    report = check_library(current_library(), staged=staged, index_file=index_file)
+    report = check_layered(current_stack(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:

@@ -42,8 +42,9 @@ FOUNDATION_COMMANDS = frozenset(
 
 
 def library_first(args: list[str]) -> list[str]:
-    """``--library PATH`` (or ``--library=PATH``) given after the command moves in front of
-    it, where the top-level option is parsed; arguments after ``--`` are left alone."""
+    """``--library PATH`` and ``--layer PATH`` (or ``--library=PATH``…) given after the
+    command move in front of it, where the top-level options are parsed; arguments after
+    ``--`` are left alone."""
     out: list[str] = []
     moved: list[str] = []
     position = 0
@@ -52,11 +53,11 @@ def library_first(args: list[str]) -> list[str]:
         if arg == "--":
             out += args[position:]
             break
-        if arg == "--library" and position + 1 < len(args):
+        if arg in ("--library", "--layer") and position + 1 < len(args):
             moved += args[position:position + 2]
             position += 2
             continue
-        if arg.startswith("--library="):
+        if arg.startswith(("--library=", "--layer=")):
             moved.append(arg)
         else:
             out.append(arg)
@@ -70,7 +71,7 @@ def register_commands(args: list[str]) -> None:
     for arg in args:
         if skip:
             skip = False
-        elif arg == "--library":
+        elif arg in ("--library", "--layer"):
             skip = True  # its value is not the command
         elif arg in ("--help", "-h"):
             break  # the top-level help lists every command

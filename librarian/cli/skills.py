@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit
+from librarian.cli.app import JsonOpt, app, current_library, current_stack, emit
 
 EvidenceOpt = Annotated[
     str | None, typer.Option("--evidence", help="Why it is kept (free text; default unknown).")
@@ -150,12 +150,13 @@ def prompt(
         "--budget", help="At most this many characters; what is cut is said.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The agent registry: skills, resident bodies, recipes, exposed tools."""
-    from librarian.prompt.registry import load_registry
+    """The agent registry: skills, resident bodies, recipes, exposed tools (of every
+    layer, the nearer winning a name)."""
+    from librarian.layers.union import union_registry
     from librarian.prompt.render import check_format, render_prompt
 
     check_format(fmt)  # refused with --json too, which overrides the format
-    rendered = render_prompt(load_registry(current_library()), "json" if as_json else fmt,
+    rendered = render_prompt(union_registry(current_stack()), "json" if as_json else fmt,
                              budget)
     sys.stdout.write(rendered.text + "\n")
     for problem in rendered.problems:

@@ -95,7 +95,7 @@ def command_of(args: list[str]) -> str | None:
     for arg in args:
         if skip:
             skip = False
-        elif arg == "--library":
+        elif arg in ("--library", "--layer"):
             skip = True
         elif arg in ("--help", "-h"):
             return None

@@ -324,6 +324,8 @@ def prompt_document(view: PromptView) -> dict[str, Any]:
         "note": cut_note(view.cut) if view.cut else None,
         "problems": list(registry.problems),
     }
+    if registry.layers:  # read over layers: their roots, nearest first
+        document["layers"] = list(registry.layers)
     return document
 
 

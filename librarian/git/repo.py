@@ -33,21 +33,18 @@ from librarian.git.objectstore import (
 )
 from librarian.git.rawtree import SPLICED_BYTES, find_entry, splice_node
 from librarian.git.rawtree import entries as parsed_entries
+from librarian.git.settings import commit_identity, init_repository
 
 __all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
 
 DEFAULT_BRANCH = b"refs/heads/main"
-FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
 _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
 
 
 class GitStore:
     """One open repository. Use as a context manager so dulwich's files are closed.
-
-    ``prefix``: the folder of the repository this store's reader works in (posix, "" for
-    the top). ``tree_of`` gives the tree at that folder, so whoever reads commits through
-    it sees only that folder; ``full_tree`` puts such a tree back into a commit's root
-    tree, the rest of it unchanged. ``commit(...).tree`` is always the root tree."""
+    ``prefix``: the folder its reader works in ("" the top): ``tree_of`` reads the tree
+    there, ``full_tree`` puts one back; ``commit(...).tree`` is always the root tree."""
 
     def __init__(self, root: Path, prefix: str = "") -> None:
         self.root = root
@@ -65,15 +62,7 @@ class GitStore:
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
-        repo = Repo.init(str(root), mkdir=False)
-        repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(DEFAULT_BRANCH))
-        config = repo.get_config()
-        # Foreground auto-gc would repack the whole store in pure Python (see
-        # docs/decisions.md); librarian never needs it and git users can run gc themselves.
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"autocrlf", b"false")
-        config.write_to_path()
-        repo.close()
+        init_repository(root, DEFAULT_BRANCH)
         return cls(root)
 
     @property
@@ -166,25 +155,19 @@ class GitStore:
         )
 
     def tree_of(self, commit: ObjectId | None) -> ObjectId | None:
-        """The tree of ``commit`` at ``prefix`` (its root tree when that is ""); None for no
-        commit (an unborn branch) or no tree there."""
-        if commit is None:
-            return None
-        tree = self.commit(commit).tree
-        if not self.prefix:
+        """The tree of ``commit`` at ``prefix``; None for no commit or no tree there."""
+        tree = self.commit(commit).tree if commit is not None else None
+        if not self.prefix or tree is None:
             return tree
         entry = self.lookup(tree, self.prefix)
         return entry.sha if entry is not None and stat.S_ISDIR(entry.mode) else None
 
-    def full_tree(self, base: ObjectId | None, tree: ObjectId | None) -> ObjectId:
-        """The root tree of a commit whose tree at ``prefix`` is ``tree`` and whose other
-        paths are those of commit ``base`` (never the index: what is staged elsewhere stays
-        staged, and uncommitted)."""
-        if not self.prefix:
-            return tree if tree is not None else self._stage(Tree())
-        root = self.commit(base).tree if base is not None else None
-        entry = TreeEntry(MODE_TREE, tree) if tree is not None else None
-        return self.with_path(root, self.prefix, entry)
+    def full_tree(self, base: ObjectId | None, tree: ObjectId) -> ObjectId:
+        """The root tree holding ``tree`` at ``prefix`` and commit ``base``'s other paths
+        (never the index: what is staged elsewhere stays staged, and uncommitted)."""
+        root = self.commit(base).tree if base is not None and self.prefix else None
+        return self.with_path(root, self.prefix, TreeEntry(MODE_TREE, tree)) \
+            if self.prefix else tree
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
         return {name.decode("utf-8", "surrogateescape"): TreeEntry(mode, sha)
@@ -402,19 +385,10 @@ class GitStore:
         commit = Commit()
         commit.tree = tree
         commit.parents = [ObjectID(p) for p in parents]
-        commit.author = commit.committer = self._identity()
+        commit.author = commit.committer = commit_identity(self._repo.get_config_stack())
         now = int(time.time())
         offset = -time.altzone if time.localtime(now).tm_isdst > 0 else -time.timezone
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset
         commit.message = message.encode("utf-8")
         return self._stage(commit)
-
-    def _identity(self) -> bytes:
-        config = self._repo.get_config_stack()
-        try:
-            name = config.get((b"user",), b"name")
-            email = config.get((b"user",), b"email")
-        except KeyError:
-            return FALLBACK_IDENTITY
-        return bytes(name) + b" <" + bytes(email) + b">"

@@ -335,3 +335,29 @@ def test_killed_at_every_write_step_leaves_before_or_after_and_the_index(
             failures.append(f"k={k}/{steps}: " + "; ".join(problems))
         shutil.rmtree(trial, ignore_errors=True)
     assert not failures, "\n".join(failures)
+
+
+def test_update_merges_a_local_edit_and_the_attributes_stay_in_the_folder(
+        project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    root, team = project.root, project.team
+    steps = "".join(f"Step {n}.\n" for n in range(1, 11))
+    team.skill("skills/pdf", body=steps).commit("steps")
+    lib(capsys, "source", "add", "team", team.url)
+    lib(capsys, "update")
+    manifest = project.library / "sources" / "team" / "skills" / "pdf" / "SKILL.md"
+    manifest.write_text(manifest.read_text().replace("Step 2.", "Step 2, my way."))
+    team.skill("skills/pdf", body=steps.replace("Step 9.", "Step 9, revised.")).commit("nine")
+    staged_before = staged(root)
+    lib(capsys, "update")
+    assert all(p.startswith(FOLDER + "/") for p in changed_paths(root))
+    text = manifest.read_text()
+    assert "Step 2, my way." in text and "Step 9, revised." in text
+    committed = git_text(root, "show", f"HEAD:{FOLDER}/sources/team/skills/pdf/SKILL.md")
+    assert "Step 9, revised." in committed and "my way" not in committed
+    assert git_text(root, "status", "--porcelain", "--", FOLDER) == (
+        f" M {FOLDER}/sources/team/skills/pdf/SKILL.md\n")
+    assert staged(root) == staged_before
+    # librarian's `* -text` rule is the library folder's own: the project's files keep theirs
+    inside = git_text(root, "check-attr", "text", "--", f"{FOLDER}/library.yaml")
+    outside = git_text(root, "check-attr", "text", "--", "README.md")
+    assert inside.strip().endswith("unset") and outside.strip().endswith("unspecified")

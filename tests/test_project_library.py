@@ -361,3 +361,32 @@ def test_update_merges_a_local_edit_and_the_attributes_stay_in_the_folder(
     inside = git_text(root, "check-attr", "text", "--", f"{FOLDER}/library.yaml")
     outside = git_text(root, "check-attr", "text", "--", "README.md")
     assert inside.strip().endswith("unset") and outside.strip().endswith("unspecified")
+
+
+def test_a_project_commit_made_meanwhile_is_a_moved_branch(
+        project: Project, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compare-and-swap is on the project's branch: the user's own commit, landing
+    while a librarian command runs, makes it exit 3 with nothing changed; the staged
+    changes the user committed are the user's commit's, the rest still staged."""
+    from librarian.txn import transaction
+
+    root = project.root
+    real_crash_point = transaction.crash_point
+
+    def commit_meanwhile(name: str) -> None:
+        if name == "after-objects":
+            git(root, "commit", "-q", "-m", "the user's commit", "--", "staged.txt")
+        real_crash_point(name)
+
+    monkeypatch.setattr(transaction, "crash_point", commit_meanwhile)
+    before = tree_snapshot(project.library)
+    result = run_main(capsys, "retain", str(make_skill(project.src, "racing")))
+    assert result.code == 3 and "moved" in result.err
+    assert git_text(root, "log", "-1", "--format=%s").strip() == "the user's commit"
+    assert tree_snapshot(project.library) == before
+    assert "README.md" in staged(root) and "staged.txt" not in staged(root)
+    assert not list((root / ".git").glob("*.lock"))
+    monkeypatch.setattr(transaction, "crash_point", real_crash_point)
+    lib(capsys, "retain", str(project.src / "racing"))
+    assert git_text(root, "log", "-2", "--format=%s").splitlines()[1] == "the user's commit"

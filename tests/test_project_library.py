@@ -8,6 +8,7 @@ before or after with the project's index intact; a clone of the project carries 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -123,6 +124,7 @@ def test_every_changing_command_commits_only_the_librarys_folder(
     make_skill(project.src, "notes")
     make_skill(project.src / "v2", "pdfkit", body="Revised.\n")
     make_recipe(project.src, "count")
+    make_skill(project.src, "idea")
     commands = [
         ["retain", str(project.src / "pdfkit")],
         ["retain", "--draft", str(project.src / "notes")],
@@ -133,15 +135,24 @@ def test_every_changing_command_commits_only_the_librarys_folder(
         ["withdraw", "count"],
         ["retire", "notes"],
         ["restore", "notes"],
+        ["hide", "pdfkit"],
+        ["unhide", "pdfkit"],
+        ["resident", "pdfkit"],
+        ["retain", "--draft", str(project.src / "idea")],
+        ["defer", "idea", "--reason", "later"],
+        ["discard", "idea", "--reason", "not needed"],
         ["source", "add", "team", project.team.url],
         ["update", "team"],
+        ["source", "remove", "team"],
     ]
     for args in commands:
         before = git_text(root, "rev-parse", "HEAD").strip()
         lib(capsys, *args)
         assert git_text(root, "rev-parse", "HEAD^").strip() == before, args
         paths = changed_paths(root)
-        assert paths and all(p.startswith(FOLDER + "/") for p in paths), (args, paths)
+        # a decision (defer) is an empty commit, as in a library of its own
+        assert (paths or args[0] == "defer") and all(
+            p.startswith(FOLDER + "/") for p in paths), (args, paths)
         assert staged(root) == staged_before, args
         assert outside_status(root) == outside_before, args
         # the library's own paths are clean: the index was spliced under the folder only
@@ -151,14 +162,16 @@ def test_every_changing_command_commits_only_the_librarys_folder(
     assert "staged.txt" not in git_text(root, "ls-tree", "-r", "--name-only", "HEAD")
     assert (root / "staged.txt").exists() and (root / "notes.txt").exists()
     assert git_text(root, "rev-parse", "feature") == feature
-    # `git log -- .agents` is exactly the retention events, init first
+    # `git log -- .agents` is exactly the retention events, init first (all but the
+    # decision that changed no file); `librarian log` has that one too
     touched = git_text(root, "log", "--format=%s", "--", FOLDER).splitlines()
-    assert len(touched) == len(commands) + 1 and touched[-1].startswith("init library")
+    assert len(touched) == len(commands) and touched[-1].startswith("init library")
     events = git_text(root, "log", "--format=%(trailers:key=Librarian-Event,valueonly)",
                       "--", FOLDER).split()
-    assert len(events) == len(commands) + 1
-    logged = lib(capsys, "log", "--json")
-    assert logged.count('"commit"') == len(commands) + 1
+    assert len(events) == len(commands) and "defer" not in events
+    logged = json.loads(lib(capsys, "log", "--json"))["events"]
+    assert len(logged) == len(commands) + 1
+    assert [e["event"] for e in logged].count("defer") == 1
     pdf_log = lib(capsys, "log", "pdfkit")
     assert "revise" in pdf_log and "retain" in pdf_log and "promote" not in pdf_log
     assert "clean" in lib(capsys, "status")

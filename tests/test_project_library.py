@@ -24,6 +24,8 @@ pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a j
 
 KILLER = Path(__file__).with_name("killer.py")
 FOLDER = ".agents"
+# Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
+EVERY = os.environ.get("LIBRARIAN_KILL_EVERY") == "1"
 
 
 def make_project(base: Path) -> Path:
@@ -319,7 +321,7 @@ def test_killed_at_every_write_step_leaves_before_or_after_and_the_index(
     steps = int(counted.stderr.rsplit("write-steps: ", 1)[1])
     after = _outcome(reference)
     assert after[1] != before[1] and after[4] == before[4]
-    every = os.environ.get("LIBRARIAN_KILL_EVERY") == "1" or steps <= 10
+    every = EVERY or steps <= 10
     ks = range(1, steps + 1) if every else sorted(
         {min(steps, 1 + round(i * (steps - 1) / 9)) for i in range(10)})
     failures = []

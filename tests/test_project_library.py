@@ -405,3 +405,15 @@ def test_a_project_commit_made_meanwhile_is_a_moved_branch(
     monkeypatch.setattr(transaction, "crash_point", real_crash_point)
     lib(capsys, "retain", str(project.src / "racing"))
     assert git_text(root, "log", "-2", "--format=%s").splitlines()[1] == "the user's commit"
+
+
+def test_a_linked_state_folder_is_refused(project: Project, capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    state = project.root / ".git" / "librarian" / "in" / FOLDER
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(state), str(elsewhere))
+    state.symlink_to(elsewhere, target_is_directory=True)
+    head = git_text(project.root, "rev-parse", "HEAD")
+    result = run_main(capsys, "retain", str(make_skill(project.src, "linked")))
+    assert result.code == 2 and "symbolic link" in result.err, result.err
+    assert git_text(project.root, "rev-parse", "HEAD") == head

@@ -135,7 +135,8 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
     program = environment_availability(target.manifest.environment).program or ""
     argv = command_for(target.manifest, program, recipe_dir, work, env, run_id=run_id)
     spec: dict[str, object] = {
-        "library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
+        "library": str(library.root), "repo": str(library.repo) if library.repo else None,
+        "argv": argv, "env": env, "cwd": str(work),
         "scratch": str(scratch), "stdin": str(stdin)}
     if target.manifest.environment == "docker":
         # A timeout or a kill of the client does not stop the container: kill it by name.
@@ -313,7 +314,9 @@ def _supervise(run_dir: Path) -> int:
     spec = json.loads((run_dir / SPEC_FILE).read_bytes())
     record = read_record(run_dir)
     if record is not None:
-        execute(Library(Path(spec["library"])), run_dir, record)
+        repo = spec.get("repo")  # a library in a folder of that repository
+        execute(Library(Path(spec["library"]), (), Path(repo) if repo else None), run_dir,
+                record)
     return 0
 
 

@@ -37,7 +37,14 @@ def start(
     """Start the library's daemon (a no-op when one runs)."""
     from librarian.daemon.control import start as start_daemon
 
-    state = start_daemon(current_library().root, idle)
+    library = current_library()
+    if library.prefix:  # its socket lives in the library's own .git
+        from librarian.errors import UsageError
+
+        raise UsageError(f"{library.root} is a folder of the repository at "
+                         f"{library.repo_root}: the daemon serves a library with a repository "
+                         "of its own")
+    state = start_daemon(library.root, idle)
     emit({"kind": "daemon", **jsonable(state)}, as_json, _text(state, "running"))
 
 

@@ -417,3 +417,19 @@ def test_a_linked_state_folder_is_refused(project: Project, capsys: pytest.Captu
     result = run_main(capsys, "retain", str(make_skill(project.src, "linked")))
     assert result.code == 2 and "symbolic link" in result.err, result.err
     assert git_text(project.root, "rev-parse", "HEAD") == head
+
+
+def test_two_libraries_in_one_project_keep_their_own_log_and_state(
+        project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    lib(capsys, "init", "tools/lib")
+    other = project.root / "tools" / "lib"
+    lib(capsys, "--library", str(other), "retain", str(make_skill(project.src, "elsewhere")))
+    lib(capsys, "retain", str(make_skill(project.src, "here")))
+    mine = [e["subject"] for e in json.loads(lib(capsys, "log", "--json"))["events"]]
+    theirs = [e["subject"] for e in json.loads(
+        lib(capsys, "--library", str(other), "log", "--json"))["events"]]
+    assert mine == ["retain skill here", "init library agents"]
+    assert theirs == ["retain skill elsewhere", "init library lib"]
+    state = project.root / ".git" / "librarian" / "in"
+    assert sorted(p.name for p in state.iterdir()) == [FOLDER, "tools%2Flib"]
+    assert "clean" in lib(capsys, "--library", str(other), "status")

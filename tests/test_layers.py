@@ -202,3 +202,20 @@ def test_mcp_lists_the_union_and_loads_each_name_from_its_layer(stacked: Stacked
     assert skills == {"pdf": "The project's PDF skill.", "mail": "The user's mail skill."}
     assert "The project's PDF skill." in pdf.content[0].text
     assert "The user's mail skill." in mail.content[0].text
+
+
+def test_an_mcp_tool_call_runs_in_its_layer_with_its_approvals(
+        stacked: Stacked, capsys: Cap, tmp_path: Path) -> None:
+    ok(capsys, "expose", "marker")
+    ok(capsys, "--library", str(stacked.user), "expose", "marker")
+    ok(capsys, "--library", str(stacked.user), "approve", "marker")
+    mark = tmp_path / "mark.txt"
+    [refused] = _mcp_session(stacked.project, [("marker", {"mark": str(mark)})],
+                             tmp_path / "one.log")
+    assert refused.is_error and refused.structured_content["exit_code"] == 5
+    assert not mark.exists()
+    ok(capsys, "approve", "marker")
+    [ran] = _mcp_session(stacked.project, [("marker", {"mark": str(mark)})],
+                         tmp_path / "two.log")
+    assert not ran.is_error, ran.content[0].text
+    assert mark.read_text() == "project\n"

@@ -39,10 +39,11 @@ from librarian.agents import catalog, skills, tools
 from librarian.agents.arguments import check_arguments
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
+from librarian.layers.stack import Layer, Stack
+from librarian.layers.union import holder, union_registry
 from librarian.library import Library
 from librarian.prompt.entries import Registry
 from librarian.prompt.profiles import committed_profile, profiled_registry
-from librarian.prompt.registry import load_registry
 
 LOG = logging.getLogger("librarian.mcp")
 POLL_SECONDS = 0.5
@@ -127,12 +128,15 @@ async def advertise_extension(ctx: ServerRequestContext[Any],
 
 class LibraryServer:
     """The state of one server: its library, the registry of the HEAD it last read, the
-    sessions to notify when HEAD moves."""
+    sessions to notify when HEAD moves. Over layers (``stack``), the registry is their
+    union, a name is read (and a tool run, through its own layer's gate) in the layer that
+    wins it, and the curation verbs change the nearest layer, ``library``."""
 
     def __init__(self, library: Library, *, cwd: Path | None = None,
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, stack: Stack | None = None) -> None:
         self.library = library
         self.profile = profile  # an agent profile of library.yaml: narrows every listing
+        self.stack = stack or Stack((Layer(library, "nearest"),))
         self.cwd = cwd or Path.cwd()
         self.head: bytes | None = self._read_head()
         self._registry: tuple[bytes | None, Registry] | None = None
@@ -170,14 +174,19 @@ class LibraryServer:
         return profiled_registry(self.library, registry, self.profile)
 
     def _read_head(self) -> bytes | None:
-        with self.library.store() as store:
-            return store.head()
+        """HEAD of the library; over layers, the HEADs of all of them, as one key."""
+        heads = []
+        for layer in self.stack.layers:
+            with layer.library.store() as store:
+                heads.append(store.head() or b"-")
+        return heads[0] if len(heads) == 1 and heads[0] != b"-" else (
+            None if len(heads) == 1 else b" ".join(heads))
 
     def registry(self) -> Registry:
         head = self._read_head()
         if self._registry is None or self._registry[0] != head:
             self._registry = (head, profiled_registry(self.library,
-                                                      load_registry(self.library),
+                                                      union_registry(self.stack),
                                                       self.profile))
         return self._registry[1]
 
@@ -277,10 +286,12 @@ class LibraryServer:
                 raise UsageError("budget must be a whole number of characters")
             return _json_result(skills.list_skills(lib, budget, self.registry()))
         if name == "load_skill":
-            loaded = skills.load_skill(lib, str(args.get("name", "")))
+            wanted = str(args.get("name", ""))
+            loaded = skills.load_skill(holder(self.stack, wanted).library, wanted)
             return _text_result(loaded["body"], loaded)
         if name == "read_skill_file":
-            found = skills.read_skill_file(lib, str(args.get("name", "")),
+            wanted = str(args.get("name", ""))
+            found = skills.read_skill_file(holder(self.stack, wanted).library, wanted,
                                            str(args.get("path", "")))
             document = found.to_json()
             return _text_result(document.get("text", document.get("data", "")), document)
@@ -296,6 +307,7 @@ class LibraryServer:
                                  "indexed": searched.indexed})
         if name in ("run_status", "wait_run"):
             run_id = str(args.get("run_id", ""))
+            lib = self._runs_layer(run_id)
             done = (tools.run_status(lib, run_id) if name == "run_status" else
                     tools.wait_for_run(lib, run_id, args.get("timeout")))
             return _text_result(done.text, done.document, done.failed)
@@ -303,10 +315,18 @@ class LibraryServer:
             receipt = Curation(lib, agent).call(name, args)
             return _json_result(receipt.to_json())
         if name in {t.name for t in self.registry().tools}:
-            result = tools.call_tool(lib, name, args, self.cwd)
+            result = tools.call_tool(holder(self.stack, name, tools=True).library, name,
+                                     args, self.cwd)
             return _text_result(result.text, result.document, result.failed)
         raise UsageError(f"no tool named {name!r} on this server",
                          hint="tools/list says what this library offers now")
+
+    def _runs_layer(self, run_id: str) -> Library:
+        """The layer whose gate launched ``run_id`` (its runs are kept in its own state)."""
+        for layer in self.stack.layers:
+            if tools.knows_run(layer.library, run_id):
+                return layer.library
+        return self.library
 
     # -- resources -------------------------------------------------------------------
 
@@ -357,7 +377,7 @@ class LibraryServer:
                 path, data = self.catalog.read(params.uri)
                 return skills.SkillFile(params.uri, path, data)
             name, path = skills.parse_skill_uri(params.uri)  # skill://NAME/PATH, as before
-            return skills.read_skill_file(self.library, name, path)
+            return skills.read_skill_file(holder(self.stack, name).library, name, path)
 
         try:
             found = await self._in_thread(read)
@@ -383,8 +403,9 @@ async def _serve(state: LibraryServer) -> None:
         group.cancel_scope.cancel()
 
 
-def serve(library: Library, profile: str | None = None) -> None:
-    """Serve ``library`` (as agent ``profile`` sees it) on stdin/stdout until the client
+def serve(library: Library, profile: str | None = None, stack: Stack | None = None) -> None:
+    """Serve ``library`` (over the layers of ``stack``, as agent ``profile`` sees it) on
+    stdin/stdout until the client
     closes stdin."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -392,4 +413,4 @@ def serve(library: Library, profile: str | None = None) -> None:
     LOG.propagate = False
     if profile is not None:
         committed_profile(library, profile)  # an unknown profile: exit 2 before serving
-    anyio.run(_serve, LibraryServer(library, profile=profile))
+    anyio.run(_serve, LibraryServer(library, profile=profile, stack=stack))

@@ -142,6 +142,15 @@ def outcome(library: Library, record: RunRecord) -> ToolOutcome:
                        record.terminal and record.status != "succeeded")
 
 
+def knows_run(library: Library, run_id: str) -> bool:
+    """Whether ``library``'s gate recorded the run ``run_id``."""
+    try:
+        run_dir_of(library, run_id)
+    except UsageError:
+        return False
+    return True
+
+
 def run_status(library: Library, run_id: str) -> ToolOutcome:
     record = refresh(library, run_dir_of(library, run_id))
     if record is None:

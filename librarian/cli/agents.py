@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.cli.app import JsonOpt, app, current_stack, emit, jsonable
 from librarian.errors import UsageError
 
 export_app = typer.Typer(
@@ -23,7 +23,7 @@ ProfileOpt = Annotated[str | None, typer.Option(
 
 @app.command()
 def mcp(profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
-    """Serve the library to agents over the Model Context Protocol (stdio).
+    """Serve the library (over its layers) to agents over the Model Context Protocol (stdio).
 
     It speaks JSON-RPC on stdout until the client closes stdin (``--json`` changes nothing)."""
     try:
@@ -34,7 +34,8 @@ def mcp(profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
             raise
         raise UsageError("`librarian mcp` needs the MCP SDK, which is not installed",
                          hint="pip install 'agent-librarian[mcp]'") from None
-    serve(current_library(), profile)
+    stack = current_stack()
+    serve(stack.nearest, profile, stack)
 
 
 @app.command()
@@ -48,7 +49,7 @@ def search(
     budget leaves out included."""
     from librarian.agents.skills import search
 
-    found = search(current_library(), query, limit, profile)
+    found = search(current_stack().nearest, query, limit, profile)
     lines = [f"{hit.name}  {hit.description}\n    {hit.location}" for hit in found.hits]
     emit({"kind": "search", **jsonable(found)}, as_json,
          "\n".join(lines) or f"no visible skill matches {query!r}")
@@ -59,6 +60,6 @@ def codex_config(profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
     """The ~/.codex/config.toml entries that hide from Codex what the library hides."""
     from librarian.agents.codex import codex_config as build
 
-    config = build(current_library(), profile)
+    config = build(current_stack(), profile)
     document = {"kind": "codex_config", **jsonable(config)}
     emit(document, as_json, config.toml.rstrip("\n"))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from librarian.layers.stack import Stack
     from librarian.library import Library
 
 #: ``-h`` as well as ``--help``, on every command and group.
@@ -32,6 +33,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON do
 
 class State:
     library: Path | None = None
+    layers: tuple[Path, ...] = ()
 
 
 def current_library() -> Library:
@@ -41,6 +43,16 @@ def current_library() -> Library:
     from librarian.library import find_library
 
     return find_library(State.library, generated=GENERATED)
+
+
+def current_stack() -> Stack:
+    """The layers a reading command sees (``librarian.layers``): the library this command
+    works on, over ``--layer`` and, when that library was found rather than named, the
+    user config's layers and the user's library."""
+    from librarian.agents.claude_manifests import GENERATED
+    from librarian.layers.stack import open_stack
+
+    return open_stack(State.library, State.layers, generated=GENERATED)
 
 
 def emit(value: Any, as_json: bool, human: str | None = None) -> None:
@@ -78,8 +90,15 @@ def _options(
                      "the nearest parent holding library.yaml, else 'library:' in the user "
                      "config file). Accepted after the command too."),
     ] = None,
+    layer: Annotated[
+        list[Path] | None,
+        typer.Option("--layer", help="A library read under it by prompt, mcp, cat, run, "
+                     "check, inspect and the exports (repeatable; nearest first). "
+                     "Accepted after the command too."),
+    ] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")]
     = False,
 ) -> None:
     State.library = library
+    State.layers = tuple(layer or ())

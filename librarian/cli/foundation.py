@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.cli.app import JsonOpt, app, current_library, current_stack, emit, jsonable
 from librarian.errors import UsageError
 
 hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks for plain-git users.")
@@ -24,14 +24,17 @@ app.add_typer(hooks_app, name="hooks")
 def init(
     path: Annotated[Path, typer.Argument(help="Directory for the new library.")] = Path(),
     name: Annotated[str | None, typer.Option("--name", help="Library name.")] = None,
+    own_repo: Annotated[bool, typer.Option(
+        "--own-repo", help="A repository of its own, even inside a git work tree.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a new library from the template, with its first commit."""
+    """Create a new library from the template, with its first commit (inside a git work
+    tree: a folder of that repository, committed with the project)."""
     from librarian.agents.claude_manifests import GENERATED
     from librarian.cli.render import receipt_text
     from librarian.ops.create import init_library
 
-    receipt = init_library(path, name, GENERATED)
+    receipt = init_library(path, name, GENERATED, own_repo=own_repo)
     emit(receipt, as_json, receipt_text(receipt))
 
 
@@ -72,12 +75,16 @@ def inspect(
     from librarian.ops.inventory import SECTIONS, inspect_library
 
     if section is not None and section not in SECTIONS:
-        from librarian.cli.render_item import item_report_text
-        from librarian.ops.itemreport import inspect_item
+        from librarian.cli.render_item import holdings_text, item_report_text
+        from librarian.layers.reading import inspect_layered
 
-        report = inspect_item(current_library(), section)
-        emit({"kind": "item", **jsonable(report)} if as_json else None, as_json,
-             item_report_text(report))
+        found = inspect_layered(current_stack(), section)
+        document = {"kind": "item", **jsonable(found.report)}
+        if found.layers:
+            document.update(layer=found.layer,
+                            layers=[jsonable(held) for held in found.layers])
+        emit(document if as_json else None, as_json,
+             item_report_text(found.report) + holdings_text(found.layers))
         return
     inventory = inspect_library(current_library(), section, verbose=verbose)
     emit({"kind": "inventory", **jsonable(inventory)} if as_json else None, as_json,
@@ -87,9 +94,9 @@ def inspect(
 @app.command()
 def cat(name: str, as_json: JsonOpt = False) -> None:
     """Print the item's body (SKILL.md or recipe.yaml) as committed."""
-    from librarian.ops.inventory import cat_item
+    from librarian.layers.reading import cat_layered
 
-    found = cat_item(current_library(), name)
+    found = cat_layered(current_stack(), name)
     text = found.body.decode("utf-8", "replace")
     if as_json:
         emit({"kind": "body", "name": found.name, "path": found.path, "file": found.file,
@@ -151,9 +158,9 @@ def check(
 ) -> None:
     """Validate the whole library; exit 2 when anything is wrong."""
     from librarian.cli.render import check_text
-    from librarian.ops.checking import check_library
+    from librarian.layers.reading import check_layered
 
-    report = check_library(current_library(), staged=staged, index_file=index_file)
+    report = check_layered(current_stack(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:

@@ -23,8 +23,9 @@ from librarian.errors import LibrarianError
 
 
 def library_first(args: list[str]) -> list[str]:
-    """``--library PATH`` (or ``--library=PATH``) given after the command moves in front of
-    it, where the top-level option is parsed; arguments after ``--`` are left alone."""
+    """``--library PATH`` and ``--layer PATH`` (or ``--library=PATH``…) given after the
+    command move in front of it, where the top-level options are parsed; arguments after
+    ``--`` are left alone."""
     out: list[str] = []
     moved: list[str] = []
     position = 0
@@ -33,11 +34,11 @@ def library_first(args: list[str]) -> list[str]:
         if arg == "--":
             out += args[position:]
             break
-        if arg == "--library" and position + 1 < len(args):
+        if arg in ("--library", "--layer") and position + 1 < len(args):
             moved += args[position:position + 2]
             position += 2
             continue
-        if arg.startswith("--library="):
+        if arg.startswith(("--library=", "--layer=")):
             moved.append(arg)
         else:
             out.append(arg)
@@ -53,8 +54,8 @@ def json_after_command(args: list[str]) -> list[str]:
     for position, arg in enumerate(args):
         if skip:
             skip = False
-        elif arg == "--library":
-            skip = True
+        elif arg in ("--library", "--layer"):
+            skip = True  # its value is not the command
         elif arg == "--json":
             flags.append(position)
         elif arg == "--" or not arg.startswith("-"):

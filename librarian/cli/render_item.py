@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from librarian.cli.render import usage_text
 
 if TYPE_CHECKING:
+    from librarian.layers.union import Holding
     from librarian.ops.itemreport import ItemReport
 
 
@@ -47,4 +48,14 @@ def item_report_text(report: ItemReport) -> str:
         if report.enforceable is not None:
             lines.append("  effects    " + ("enforced on this machine" if report.enforceable
                          else "NOT enforceable here: " + "; ".join(report.not_enforceable)))
+    return "\n".join(lines)
+
+
+def holdings_text(held: tuple[Holding, ...]) -> str:
+    """What each layer holds of the name (``inspect NAME`` over layers), nearest first."""
+    if not held:
+        return ""
+    lines = ["", "  layers (nearest first; the first holding a name wins it):"]
+    lines += [f"    {'wins    ' if h.wins else 'shadowed' if h.state != 'draft' else 'draft   '}"
+              f"  {h.kind} {h.name} at {h.layer}/{h.path} ({h.origin})" for h in held]
     return "\n".join(lines)

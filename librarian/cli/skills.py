@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit
+from librarian.cli.app import JsonOpt, app, current_library, current_stack, emit
 
 EvidenceOpt = Annotated[
     str | None, typer.Option("--evidence", help="Why it is kept (free text; default unknown).")
@@ -155,13 +155,16 @@ def prompt(
         "--profile", help="Only what this agent profile of library.yaml shows.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The agent registry: skills, resident bodies, recipes, exposed tools."""
-    from librarian.prompt.profiles import agent_registry
+    """The agent registry: skills, resident bodies, recipes, exposed tools (of every
+    layer, the nearer winning a name)."""
+    from librarian.layers.union import union_registry
+    from librarian.prompt.profiles import profiled_registry
     from librarian.prompt.render import check_format, render_prompt
 
     check_format(fmt)  # refused with --json too, which overrides the format
-    rendered = render_prompt(agent_registry(current_library(), profile),
-                             "json" if as_json else fmt, budget, operator=operator)
+    stack = current_stack()
+    registry = profiled_registry(stack.nearest, union_registry(stack), profile)
+    rendered = render_prompt(registry, "json" if as_json else fmt, budget, operator=operator)
     sys.stdout.write(rendered.text + "\n")
     for problem in rendered.problems:
         sys.stderr.write(f"librarian: warning: {problem}\n")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from librarian.cli.app import JsonOpt, app, current_library, emit, jsonable
+from librarian.cli.app import JsonOpt, app, current_library, current_stack, emit, jsonable
 from librarian.errors import UsageError
 
 if TYPE_CHECKING:
@@ -127,8 +127,10 @@ def run(
     """Run a tool or recipe through the execution gate."""
     from librarian.gate.runner import start_run
     from librarian.gate.runs import launch_receipt, result_receipt
+    from librarian.layers.union import holder
 
-    library = current_library()
+    # The layer holding the name runs it, through its own gate and approvals.
+    library = holder(current_stack(), name, tools=True).library
     args = _parse_args(arg or [])
     if not as_json:
         sys.stdout.flush()

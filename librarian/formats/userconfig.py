@@ -1,12 +1,15 @@
 """The user's own configuration file: ``$XDG_CONFIG_HOME/librarian/config.yaml`` (else
 ``~/.config/librarian/config.yaml``; ``%APPDATA%\\librarian\\config.yaml`` on Windows).
 
-It holds one setting today, the default library::
+It holds two settings: the default library, also the user's layer, and the libraries
+layered between a project's library and the user's (``librarian.layers``), nearest first::
 
     library: ~/agents/library
+    layers:
+      - ~/work/team-library
 
-used when neither ``--library`` nor ``$LIBRARIAN_LIBRARY`` is given and the current
-directory is not inside a library. Read with the project's safe YAML loader.
+``library`` is used when neither ``--library`` nor ``$LIBRARIAN_LIBRARY`` is given and the
+current directory is not inside a library. Read with the project's safe YAML loader.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def config_path() -> Path:
 @dataclass(frozen=True, slots=True)
 class UserConfig:
     library: Path | None = None
+    layers: tuple[Path, ...] = ()
 
 
 def load_user_config(path: Path | None = None) -> UserConfig:
@@ -49,11 +53,15 @@ def load_user_config(path: Path | None = None) -> UserConfig:
         return UserConfig()
     if not isinstance(document, dict):
         raise UsageError(f"{path}: expected a mapping such as 'library: PATH'")
-    unknown = sorted(str(k) for k in document if k != "library")
+    unknown = sorted(str(k) for k in document if k not in ("library", "layers"))
     if unknown:
         raise UsageError(f"{path}: unknown setting(s) {', '.join(unknown)}",
-                         hint="the only setting is 'library: PATH'")
+                         hint="the settings are 'library: PATH' and 'layers: [PATH, ...]'")
     library = document.get("library")
     if library is not None and not isinstance(library, str):
         raise UsageError(f"{path}: 'library' must be a path (a string)")
-    return UserConfig(Path(library).expanduser() if library else None)
+    layers = document.get("layers") or []
+    if not isinstance(layers, list) or not all(isinstance(p, str) and p for p in layers):
+        raise UsageError(f"{path}: 'layers' must be a list of paths (strings)")
+    return UserConfig(Path(library).expanduser() if library else None,
+                      tuple(Path(p).expanduser() for p in layers))

@@ -154,7 +154,8 @@ def _write_spec(library: Library, target: Target, inputs: Mapping[str, object], 
     confinement = plan(target.manifest, target.policy, recipe_dir=recipe_dir, work=work,
                        tmp=tmp, inputs=inputs, program=program)
     spec: dict[str, object] = {
-        "library": str(library.root), "argv": argv, "env": env, "cwd": str(work),
+        "library": str(library.root), "repo": str(library.repo) if library.repo else None,
+        "argv": argv, "env": env, "cwd": str(work),
         "scratch": str(scratch), "stdin": str(stdin), "confine": confinement.policy}
     if in_process:  # the module is stopped at its timeout; the group is killed after
         spec["timeout_exit"] = wasmrun.TIMEOUT_EXIT
@@ -362,7 +363,9 @@ def _supervise(run_dir: Path) -> int:
     spec = json.loads((run_dir / SPEC_FILE).read_bytes())
     record = read_record(run_dir)
     if record is not None:
-        execute(Library(Path(spec["library"])), run_dir, record)
+        repo = spec.get("repo")  # a library in a folder of that repository
+        execute(Library(Path(spec["library"]), (), Path(repo) if repo else None), run_dir,
+                record)
     return 0
 
 

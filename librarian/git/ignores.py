@@ -14,7 +14,9 @@ class GitIgnores:
 
     def __init__(self, store: GitStore) -> None:
         self._manager = IgnoreFilterManager.from_repo(store.dulwich_repo)
+        self._prefix = store.prefix + "/" if store.prefix else ""
 
     def ignored(self, path: str, *, directory: bool = False) -> bool:
-        """Whether git ignores the library path ``path`` (``directory``: it is one)."""
-        return bool(self._manager.is_ignored(path + ("/" if directory else "")))
+        """Whether git ignores the library path ``path`` (below the store's ``prefix``;
+        ``directory``: it is one)."""
+        return bool(self._manager.is_ignored(self._prefix + path + ("/" if directory else "")))

@@ -33,19 +33,22 @@ from librarian.git.objectstore import (
 )
 from librarian.git.rawtree import SPLICED_BYTES, find_entry, splice_node
 from librarian.git.rawtree import entries as parsed_entries
+from librarian.git.settings import commit_identity, init_repository
 
 __all__ = ["CommitInfo", "GitStore", "ObjectId", "TreeEntry"]
 
 DEFAULT_BRANCH = b"refs/heads/main"
-FALLBACK_IDENTITY = b"librarian <librarian@localhost>"
 _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
 
 
 class GitStore:
-    """One open repository. Use as a context manager so dulwich's files are closed."""
+    """One open repository. Use as a context manager so dulwich's files are closed.
+    ``prefix``: the folder its reader works in ("" the top): ``tree_of`` reads the tree
+    there, ``full_tree`` puts one back; ``commit(...).tree`` is always the root tree."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, prefix: str = "") -> None:
         self.root = root
+        self.prefix = prefix
         try:
             self._repo = open_repository(str(root))
         except (NotGitRepository, OSError) as exc:
@@ -59,15 +62,7 @@ class GitStore:
 
     @classmethod
     def initialise(cls, root: Path) -> GitStore:
-        repo = Repo.init(str(root), mkdir=False)
-        repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(DEFAULT_BRANCH))
-        config = repo.get_config()
-        # Foreground auto-gc would repack the whole store in pure Python (see
-        # docs/decisions.md); librarian never needs it and git users can run gc themselves.
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"autocrlf", b"false")
-        config.write_to_path()
-        repo.close()
+        init_repository(root, DEFAULT_BRANCH)
         return cls(root)
 
     @property
@@ -160,8 +155,19 @@ class GitStore:
         )
 
     def tree_of(self, commit: ObjectId | None) -> ObjectId | None:
-        """The root tree of ``commit``; None for no commit (an unborn branch)."""
-        return self.commit(commit).tree if commit is not None else None
+        """The tree of ``commit`` at ``prefix``; None for no commit or no tree there."""
+        tree = self.commit(commit).tree if commit is not None else None
+        if not self.prefix or tree is None:
+            return tree
+        entry = self.lookup(tree, self.prefix)
+        return entry.sha if entry is not None and stat.S_ISDIR(entry.mode) else None
+
+    def full_tree(self, base: ObjectId | None, tree: ObjectId) -> ObjectId:
+        """The root tree holding ``tree`` at ``prefix`` and commit ``base``'s other paths
+        (never the index: what is staged elsewhere stays staged, and uncommitted)."""
+        root = self.commit(base).tree if base is not None and self.prefix else None
+        return self.with_path(root, self.prefix, TreeEntry(MODE_TREE, tree)) \
+            if self.prefix else tree
 
     def tree_items(self, tree: ObjectId) -> dict[str, TreeEntry]:
         return {name.decode("utf-8", "surrogateescape"): TreeEntry(mode, sha)
@@ -379,19 +385,10 @@ class GitStore:
         commit = Commit()
         commit.tree = tree
         commit.parents = [ObjectID(p) for p in parents]
-        commit.author = commit.committer = self._identity()
+        commit.author = commit.committer = commit_identity(self._repo.get_config_stack())
         now = int(time.time())
         offset = -time.altzone if time.localtime(now).tm_isdst > 0 else -time.timezone
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset
         commit.message = message.encode("utf-8")
         return self._stage(commit)
-
-    def _identity(self) -> bytes:
-        config = self._repo.get_config_stack()
-        try:
-            name = config.get((b"user",), b"name")
-            email = config.get((b"user",), b"email")
-        except KeyError:
-            return FALLBACK_IDENTITY
-        return bytes(name) + b" <" + bytes(email) + b">"

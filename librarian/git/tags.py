@@ -17,7 +17,8 @@ from dulwich.refs import Ref
 from librarian.core.fsutil import fsync_dir, fsync_now
 from librarian.errors import ConflictError, UsageError
 from librarian.git.remote import hide_secrets, hostile_host, strip_credentials
-from librarian.git.repo import FALLBACK_IDENTITY, GitStore, ObjectId
+from librarian.git.repo import GitStore, ObjectId
+from librarian.git.settings import FALLBACK_IDENTITY
 
 TAG_TYPE = 4  # git's object type number for a tag
 _HEX = re.compile(rb"[0-9a-f]{40}")

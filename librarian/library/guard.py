@@ -56,20 +56,32 @@ def _refuse_link(path: Path, shown: str) -> None:
         )
 
 
-def refuse_linked_state(git_dir: Path, *,
+def refuse_linked_state(git_dir: Path, state: Path | None = None, *,
                         folders: Collection[str] = STATE_FOLDERS) -> None:
     """``.git`` itself, ``.git/librarian`` and the entries librarian opens there: none may be a
-    symbolic link (local state is opened without following links). ``folders``: whose
-    children are checked too; all of them under the library lock, the ``READ_FOLDERS`` of
-    a reading command, none before the lock is taken."""
-    state = git_dir / "librarian"
+    symbolic link (local state is opened without following links). ``state``: the state
+    folder of a library kept in a folder of the repository (below ``.git/librarian``),
+    checked the same way, with each folder on the way to it. ``folders``: whose children
+    are checked too; all of them under the library lock, the ``READ_FOLDERS`` of a reading
+    command, none before the lock is taken."""
+    top = git_dir / "librarian"
     _refuse_link(git_dir, ".git")
-    _refuse_link(state, ".git/librarian")
+    _refuse_link(top, ".git/librarian")
+    _refuse_links_in(top, ".git/librarian", folders)
+    if state is not None and state != top:
+        for folder in reversed(state.relative_to(top).parents[:-1]):
+            _refuse_link(top / folder, f".git/librarian/{folder.as_posix()}")
+        shown = ".git/" + state.relative_to(git_dir).as_posix()
+        _refuse_link(state, shown)
+        _refuse_links_in(state, shown, folders)
+
+
+def _refuse_links_in(state: Path, shown_dir: str, folders: Collection[str]) -> None:
     if not state.is_dir():
         return
     with os.scandir(state) as entries:
         for entry in entries:
-            shown = f".git/librarian/{entry.name}"
+            shown = f"{shown_dir}/{entry.name}"
             if entry.is_symlink():
                 _refuse_link(Path(entry.path), shown)
             elif entry.name in folders and entry.is_dir(follow_symlinks=False):
@@ -172,12 +184,21 @@ def conflicted_paths(index_path: Path) -> list[str]:
             if data[offsets[i] + 60] & 0x30]
 
 
-def refuse_unsafe_library(root: Path, has_head: bool) -> None:
-    """Everything a changing command checks before it writes (and before recovery)."""
+def refuse_unsafe_library(root: Path, has_head: bool, repo_root: Path | None = None,
+                          state: Path | None = None) -> None:
+    """Everything a changing command checks before it writes (and before recovery).
+    ``repo_root``: the work tree holding ``.git`` when the library is a folder in it, each
+    folder on the way to the library real; ``state``: that library's state folder. What the
+    project holds uncommitted elsewhere is none of this: only a git operation half done."""
     from librarian.git import IndexFormatError  # see conflicted_paths
 
-    git_dir = root / ".git"
-    refuse_linked_state(git_dir)
+    top = repo_root or root
+    git_dir = top / ".git"
+    refuse_linked_state(git_dir, state)
+    if repo_root is not None:
+        parts = root.relative_to(repo_root).parts
+        for depth in range(1, len(parts) + 1):
+            _refuse_link(repo_root.joinpath(*parts[:depth]), "/".join(parts[:depth]))
     refuse_linked_paths(root, ())
     try:
         conflicted = conflicted_paths(git_dir / "index")

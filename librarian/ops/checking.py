@@ -166,10 +166,13 @@ def _index_entries(
     library: Library, store: GitStore, index_file: Path | None
 ) -> Iterable[Entry]:
     # ``index_file``: the temporary index git hands a hook for ``commit -a`` or ``commit
-    # PATHS``; relative to the library root. A conflicted path has no stage-0 entry.
-    for record in read_index(library.root / (index_file or Path(".git", "index"))):
-        if record.stage == 0:
-            yield record.path, record.mode, functools.partial(store.read_blob, record.sha)
+    # PATHS``; relative to the repository's top. A conflicted path has no stage-0 entry.
+    # A library in a folder of a project judges only the entries under that folder.
+    folder = library.prefix + "/" if library.prefix else ""
+    for record in read_index(library.repo_root / (index_file or Path(".git", "index"))):
+        if record.stage == 0 and record.path.startswith(folder):
+            yield (record.path[len(folder):], record.mode,
+                   functools.partial(store.read_blob, record.sha))
 
 
 def _group(entries: Iterable[Entry]) -> tuple[dict[str, list[Entry]], dict[str, Entry], list[str]]:

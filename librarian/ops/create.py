@@ -17,7 +17,12 @@ from librarian.core.resources import template_dir
 from librarian.errors import ConflictError, UsageError
 from librarian.formats.config import LIBRARY_FILE, dump_library_config, load_library_config
 from librarian.git import GitStore
-from librarian.library import GeneratedFiles, Library, is_library
+from librarian.library import (
+    GeneratedFiles,
+    Library,
+    enclosing_repo,
+    is_library,
+)
 from librarian.txn import FileChange, Transaction
 
 #: Template entries that are material for demos and tests, not part of a new library.
@@ -58,9 +63,12 @@ def _template_files(name: str) -> list[FileChange]:
 
 
 def init_library(path: Path, name: str | None = None,
-                 generated: tuple[GeneratedFiles, ...] = ()) -> Receipt:
-    """A new library at ``path``: a git repository whose first commit holds the template
-    (and the ``generated`` files its makers derive from it)."""
+                 generated: tuple[GeneratedFiles, ...] = (), *,
+                 own_repo: bool = False) -> Receipt:
+    """A new library at ``path``, whose first commit holds the template (and the
+    ``generated`` files its makers derive from it). Inside a git work tree it is a folder
+    of that repository, committed with the project (its first commit touches only that
+    folder), unless ``own_repo``; elsewhere, or with ``own_repo``, a repository of its own."""
     root = path.expanduser().absolute()
     if is_library(root):
         raise ConflictError(f"{root} is already a library")
@@ -70,14 +78,16 @@ def init_library(path: Path, name: str | None = None,
         raise UsageError(f"{root} is not empty", hint="choose a new or empty directory")
     library_name = check_name(name, "library name") if name is not None else default_name(root)
     changes = _template_files(library_name)
-    created_root = not root.exists()
+    repo = None if own_repo else enclosing_repo(root)
+    created = [p for p in (root, *root.parents) if not p.exists()]
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _cannot_write(root, exc) from None
     try:
-        GitStore.initialise(root).close()
-        library = Library(root, generated)
+        if repo is None:
+            GitStore.initialise(root).close()
+        library = Library(root, generated, repo)
         with Transaction(library, first=True) as tx:
             for change in changes:
                 tx.change(change)
@@ -87,18 +97,26 @@ def init_library(path: Path, name: str | None = None,
             (root / directory).mkdir(exist_ok=True)
     except BaseException as exc:
         # Nothing half-made stays behind: the directory was new or empty.
-        if created_root:
-            shutil.rmtree(root, ignore_errors=True)
+        if created:
+            shutil.rmtree(created[-1], ignore_errors=True)
         else:
             for child in root.iterdir():
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
         if isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE:
             raise _cannot_write(root, exc) from None
         raise
+    details: dict[str, object] = {"own_repository": repo is None}
+    note = None
+    if repo is not None:
+        details.update(repository=str(repo), prefix=library.prefix)
+        note = (f"a folder of the repository at {repo}, committed with it (no repository of "
+                "its own; --own-repo makes one)")
     return Receipt(
         kind="library",
         name=library_name,
         path=str(root),
         digest=None,
         commit=result.commit,
+        details=details,
+        note=note,
     )

@@ -76,9 +76,15 @@ class _Follow:
 
 
 def _entries(store: GitStore, head: ObjectId | None) -> Iterator[LogEntry]:
+    """The events of the library's history; of a library in a folder of a project, the
+    commits that changed that folder, or nothing at all (a decision such as ``defer``),
+    not another library's of the same project, which changed its own folder only."""
     for info in walk_history(store, head):
         event = parse_message(info.message)
         if event is None or event.kind is None:
+            continue
+        if store.prefix and info.parents and store.tree_of(info.id) == store.tree_of(
+                info.parents[0]) and info.tree != store.commit(info.parents[0]).tree:
             continue
         yield LogEntry(info.id.decode(), info.time, info.author, event.subject, event.kind,
                        event.trailers)

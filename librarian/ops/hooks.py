@@ -1,4 +1,5 @@
-"""``hooks install``: copy the project's git hooks into the library (copies, never links).
+"""``hooks install``: copy the project's git hooks into the library (copies, never links);
+for a library in a folder of a project, into the project's repository.
 
 A hook is written with the interpreter of the librarian installing it in place of
 ``@LIBRARIAN_PYTHON@``, so it runs that librarian whatever ``PATH`` the commit has.
@@ -90,7 +91,7 @@ def install_hooks(library: Library, *, force: bool = False) -> HooksInstalled:
     target_dir = hooks_directory(library)
     sources = sorted(p for p in hooks_dir().iterdir() if p.is_file() and not p.name.startswith(
         ("_", ".")) and p.suffix != ".py")
-    rendered = {source.name: render_hook(source) for source in sources}
+    rendered = {source.name: render_hook(source, folder=library.prefix) for source in sources}
     differing = []
     for source in sources:
         target = target_dir / source.name
@@ -117,7 +118,13 @@ def install_hooks(library: Library, *, force: bool = False) -> HooksInstalled:
     return HooksInstalled(tuple(installed), str(target_dir), tuple(backups))
 
 
-def render_hook(source: Path, python: str | None = None) -> bytes:
-    """The hook as installed: ``@LIBRARIAN_PYTHON@`` is this interpreter, shell-quoted."""
+def render_hook(source: Path, python: str | None = None, folder: str = "") -> bytes:
+    """The hook as installed: ``@LIBRARIAN_PYTHON@`` is this interpreter, shell-quoted;
+    for a library in a folder of a project (``folder``), the library it names is that
+    folder of the repository's top, so it judges only the library's paths."""
     interpreter = shlex.quote(python or sys.executable)
-    return source.read_bytes().replace(b"@LIBRARIAN_PYTHON@", interpreter.encode())
+    hook = source.read_bytes().replace(b"@LIBRARIAN_PYTHON@", interpreter.encode())
+    if folder:
+        hook = hook.replace(b'--library "$top"', b'--library "$top"/' + shlex.quote(
+            folder).encode())
+    return hook

@@ -165,7 +165,7 @@ def _find_previous(
     """(commit, kind, item tree) of the content to restore."""
     if revision is not None:
         commit = resolve(store, revision)
-        found = _retained_at(store, store.commit(commit).tree, name)
+        found = _retained_at(store, store.tree_of(commit), name)
         if found is None:
             raise UsageError(
                 f"{revision} holds no retained item named {name!r}",
@@ -173,7 +173,7 @@ def _find_previous(
             )
         return commit.decode(), found[0], found[1]
     for info in walk_history(store, head):
-        found = _retained_at(store, info.tree, name)
+        found = _retained_at(store, store.tree_of(info.id), name)
         if found is not None:
             return info.id.decode(), found[0], found[1]
     raise UsageError(

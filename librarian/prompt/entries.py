@@ -42,6 +42,9 @@ class Registry:
     tools: tuple[ToolContract, ...]
     hidden: tuple[str, ...]
     problems: tuple[str, ...]
+    #: the roots of the layers read together, nearest first (``librarian.layers``); empty
+    #: for one library
+    layers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = to_jsonable(self)
@@ -61,4 +64,5 @@ class Registry:
             tools=tuple(tools),
             hidden=tuple(doc["hidden"]),
             problems=tuple(doc["problems"]),
+            layers=tuple(doc.get("layers", ())),
         )

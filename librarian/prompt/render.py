@@ -331,6 +331,8 @@ def prompt_document(view: PromptView) -> dict[str, Any]:
     }
     if view.operator:  # never in what an agent gets (list_skills, skills/list)
         document["operator"] = {"hidden": list(registry.hidden)}
+    if registry.layers:  # read over layers: their roots, nearest first
+        document["layers"] = list(registry.layers)
     return document
 
 

@@ -128,7 +128,7 @@ def check_plan(store: GitStore, plan: SourcePlan, release: VerifiedRelease | Non
         return
     from librarian.trust.policy import check_items
 
-    tree = store.tree_of(plan.new_commit.encode())
+    tree = store.commit(plan.new_commit.encode()).tree  # the upstream's root tree
     paths = [path for path, _, _ in find_item_trees(store, tree)]
     digests = {path: digest for path, digest, _ in plan.installs()}
     check_items(release, paths, digests)

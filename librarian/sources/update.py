@@ -313,7 +313,9 @@ def _commit(tx: Transaction, plans: Sequence[SourcePlan], backups: Sequence[Back
         "update", *pairs, backup=[b.ref for b in backups]))
     # The next update reads only what changes upstream after this commit (sources.delta);
     # the committed tree, as the transaction may have added the plugin's manifests to it.
-    remember_installed(store, store.commit(result.commit.encode()).tree, plans)
+    committed = store.tree_of(result.commit.encode())
+    if committed is not None:
+        remember_installed(store, committed, plans)
     TreeMemo.save_all(store)
     return result.commit
 

@@ -248,10 +248,15 @@ def _update_index(
         else:
             entries.append(IndexEntry(path, bytes.fromhex(desired.sha.decode()), desired.mode,
                                       target.lstat()))
+    removed = list(paths)
+    if library.prefix:  # a library in a folder: the index names the project's paths
+        removed = [library.repo_path(path) for path in paths]
+        entries = [IndexEntry(library.repo_path(e.path), e.blob_sha, e.mode, e.stat)
+                   for e in entries]
     marker = index_marker(library)
     marker.write_text(tx)  # names git's index.lock as this transaction's (see leftovers)
     try:
-        splice_index(library.index_path, remove_prefixes=list(paths), add=entries, held=held)
+        splice_index(library.index_path, remove_prefixes=removed, add=entries, held=held)
     except IndexLockedError:
         raise ConflictError(
             "the git index is locked (.git/index.lock exists)",

@@ -30,6 +30,8 @@ class Journal:
     paths: tuple[str, ...]  # work-tree paths swapped, in order (slot i = paths[i])
     #: (slot, tree) of each path whose work tree differs from the commit (a merged edit)
     work: tuple[tuple[int, str], ...] = ()
+    #: the library's folder in its repository ("" at the top); ``paths`` are below it
+    prefix: str = ""
 
     def work_of(self) -> dict[int, bytes]:
         return {number: tree.encode() for number, tree in self.work}
@@ -37,7 +39,7 @@ class Journal:
     def write(self, library: Library) -> None:
         document = {"tx": self.tx, "branch": self.branch, "base": self.base,
                     "new": self.new, "paths": list(self.paths),
-                    "work": {str(n): tree for n, tree in self.work}}
+                    "work": {str(n): tree for n, tree in self.work}, "prefix": self.prefix}
         atomic_write(library.journal_path, json.dumps(document, indent=1).encode())
 
     @classmethod
@@ -77,7 +79,11 @@ class Journal:
                 raise ValueError("bad commit id")
         if new is None or not isinstance(paths, list) or not all(map(is_work_path, paths)):
             raise ValueError("bad paths")
-        return cls(tx, branch, base, new, tuple(paths), _work(document.get("work"), len(paths)))
+        prefix = document.get("prefix", "")
+        if not isinstance(prefix, str) or (prefix and not is_work_path(prefix)):
+            raise ValueError("bad prefix")
+        return cls(tx, branch, base, new, tuple(paths), _work(document.get("work"), len(paths)),
+                   prefix)
 
 
 def _work(value: object, count: int) -> tuple[tuple[int, str], ...]:

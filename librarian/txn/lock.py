@@ -59,8 +59,8 @@ def holder_of(fd: int) -> str:
 def library_lock(path: Path, *, wait: float | None = None) -> Iterator[None]:
     """Hold the library's mutation lock; ``wait``: seconds to wait for it (None: the
     user's setting)."""
-    git_dir = path.parent.parent
-    refuse_linked_state(git_dir, folders=())
+    git_dir = next(p for p in path.parents if p.name == ".git")
+    refuse_linked_state(git_dir, path.parent, folders=())
     patience = lock_wait() if wait is None else wait
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -68,7 +68,7 @@ def library_lock(path: Path, *, wait: float | None = None) -> Iterator[None]:
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        refuse_linked_state(git_dir, folders=())  # a link planted since: name it
+        refuse_linked_state(git_dir, path.parent, folders=())  # a link planted since: name it
         raise
     acquired = False
     try:
@@ -76,7 +76,7 @@ def library_lock(path: Path, *, wait: float | None = None) -> Iterator[None]:
         acquired = True
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        refuse_linked_state(git_dir)  # under the lock: nobody is removing its folders
+        refuse_linked_state(git_dir, path.parent)  # under the lock: nobody removes its folders
         yield
     finally:
         if acquired:  # a waiter must not erase the holder's pid

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 
+from librarian.errors import UsageError
 from librarian.git import GitStore, ObjectId, walk_log
 from librarian.library import Library
 from librarian.txn.apply import discard, swap_in
@@ -22,6 +23,11 @@ def recover_library(library: Library) -> str | None:
 def recover(library: Library, store: GitStore) -> str | None:
     """Finish or roll back an interrupted transaction. Returns what was done, or None."""
     journal = Journal.read(library)
+    if journal is not None and journal.prefix != library.prefix:
+        raise UsageError(
+            f"{library.journal_path} is the journal of the library in "
+            f"{journal.prefix or 'the top'} of this repository, not of this one; nothing "
+            "was changed", hint="if no librarian command was interrupted, remove the file")
     cleared = clear_leftovers(library, journal)
     if journal is None:
         swept = _sweep(library)
@@ -29,9 +35,9 @@ def recover(library: Library, store: GitStore) -> str | None:
                          if cleared else None)
     new = journal.new.encode()
     head = store.ref(journal.branch.encode("utf-8", "surrogateescape"))
-    if head is not None and _reaches(store, head, new):
-        swap_in(library, store, journal.tx, journal.paths, store.commit(new).tree,
-                work=journal.work_of())
+    tree = store.tree_of(new) if head is not None and _reaches(store, head, new) else None
+    if tree is not None:
+        swap_in(library, store, journal.tx, journal.paths, tree, work=journal.work_of())
         outcome = f"finished the interrupted change {journal.new[:12]}"
     else:
         outcome = "rolled back an interrupted change (nothing had been committed)"

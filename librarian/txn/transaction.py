@@ -9,6 +9,8 @@ Order of work in ``commit``, chosen so that a crash at any instant leaves the li
 recoverable:
 
 1. write the new objects and the commit into the object store (unreferenced until step 4);
+   (a library in a folder of a project commits the project's tree at the base commit
+   with that folder replaced: the index, and what the user staged elsewhere, is not read);
 2. write the new work-tree content into ``.git/librarian/stage/<tx>/`` (of a directory
    changed in place, only the entries that differ: ``apply.slots``);
 3. write the journal (base commit, new commit, paths), then make steps 1-3 durable with
@@ -84,8 +86,9 @@ class Transaction:
         try:
             self._store = self.library.store()
             # Before recovery: a hostile library is refused before anything is written.
-            refuse_unsafe_library(self.library.root,
-                                  self._first or self._store.head() is not None)
+            library = self.library
+            refuse_unsafe_library(library.root, self._first or self._store.head() is not None,
+                                  library.repo, library.state_dir)
             recover(self.library, self._store)
             self._base = Snapshot.head(self.library, self._store)
         except BaseException:
@@ -245,11 +248,14 @@ class Transaction:
         # those deeper paths must be real all the way down too.
         slots = apply.slots(store, self.base.tree, self._changes)
         refuse_linked_paths(library.root, [s.path for s in slots if isinstance(s, EntryChange)])
-        new = store.make_commit(new_tree, [base] if base else [],
+        # A library in a folder of a project: the project's tree at the base commit with
+        # only the library's folder replaced (git/repo.py ``full_tree``).
+        new = store.make_commit(store.full_tree(base, new_tree), [base] if base else [],
                                 format_message(subject, trailers))
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
-                          new.decode(), tuple(s.path for s in slots), work_trees(slots))
+                          new.decode(), tuple(s.path for s in slots), work_trees(slots),
+                          library.prefix)
         held = False
         try:
             # Objects, stage and journal are written, then made durable by one sync

@@ -36,7 +36,7 @@ def tour(library: Library, workspace: Path) -> list[DemoStep]:
     shared = Library(shared_root, GENERATED)
     skill = examples_dir() / "skills" / "commit-message"
     recipe = examples_dir() / "recipes" / "word-count"
-    printed = [receipt_text(init_library(shared_root, "team-library", GENERATED)),
+    printed = [receipt_text(init_library(shared_root, "team-library", GENERATED, own_repo=True)),
                receipt_text(retain(shared, skill, evidence="the team's convention")),
                receipt_text(retain(shared, recipe, evidence="used in CI"))]
     steps.append(DemoStep(

@@ -37,7 +37,7 @@ def run_demo(directory: Path | None = None) -> list[DemoStep]:
     recipe_source = examples / "recipes" / "word-count"
     steps: list[DemoStep] = []
 
-    receipt = init_library(root, "demo-library", GENERATED)
+    receipt = init_library(root, "demo-library", GENERATED, own_repo=True)
     steps.append(DemoStep("Create a library: a git repository with its first commit",
                           f"librarian init {root} --name demo-library", receipt_text(receipt)))
     library = Library(root, GENERATED)

@@ -37,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 from librarian import __version__
 from librarian.agents import catalog, skills, tools
 from librarian.agents.arguments import check_arguments
+from librarian.agents.builtin import BUILTIN, error_text
 from librarian.agents.curation import TOOL_VERBS, Curation, allowed_tools, curation_schema
 from librarian.errors import LibrarianError, UsageError
 from librarian.layers.stack import Layer, Stack
@@ -49,32 +50,6 @@ LOG = logging.getLogger("librarian.mcp")
 POLL_SECONDS = 0.5
 T = TypeVar("T")
 
-BUILTIN: dict[str, tuple[str, dict[str, Any], list[str]]] = {
-    "list_skills": ("The visible skills (name, description, location of SKILL.md), the "
-                    "bodies of resident skills, recipes and exposed tools: exactly what "
-                    "`librarian prompt --format json` lists, within an optional budget of "
-                    "characters (what a budget cuts is said).",
-                    {"budget": {"type": "integer", "minimum": 1}}, []),
-    "load_skill": ("A skill's committed SKILL.md and the list of its files (hidden skills "
-                   "and drafts load by name too).",
-                   {"name": {"type": "string"}}, ["name"]),
-    "read_skill_file": ("One committed file of a skill, by its path inside the skill "
-                        "(progressive disclosure; nothing outside the skill is readable).",
-                        {"name": {"type": "string"}, "path": {"type": "string"}},
-                        ["name", "path"]),
-    "search_skills": ("Search the visible skills by name, description and body, best "
-                      "first (those list_skills leaves out for its budget included); each "
-                      "hit's SKILL.md loads with load_skill or its uri.",
-                      {"query": {"type": "string"},
-                       "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
-                      ["query"]),
-    "run_status": ("The status (and, once ended, the result) of a tool run by its run id.",
-                   {"run_id": {"type": "string"}}, ["run_id"]),
-    "wait_run": ("Wait for a tool run to end (at most timeout seconds, 600 at most) and "
-                 "return its result or its status so far.",
-                 {"run_id": {"type": "string"},
-                  "timeout": {"type": "number", "minimum": 0}}, ["run_id"]),
-}
 
 
 def client_name(session: ServerSession) -> str:
@@ -93,12 +68,6 @@ def _text_result(text: str, document: dict[str, Any] | None = None,
 
 def _json_result(document: dict[str, Any], error: bool = False) -> types.CallToolResult:
     return _text_result(json.dumps(document, indent=1, ensure_ascii=False), document, error)
-
-
-def error_text(exc: LibrarianError) -> str:
-    """The command line's own error line: ``librarian: error: MESSAGE (hint: HINT)``."""
-    hint = f" (hint: {' '.join(exc.hint.split())})" if exc.hint else ""
-    return f"librarian: error: {' '.join(exc.message.split())}{hint}"
 
 
 def error_result(exc: LibrarianError) -> types.CallToolResult:

@@ -43,5 +43,6 @@ def check_layered(stack: Stack, *, staged: bool = False,
     shadows in a farther one: shadowing is the point of layers, never a failure."""
     report = check_library(stack.nearest, staged=staged, index_file=index_file)
     lines = [f"shadowed: {line}" for line in shadowed(stack)]
-    return dataclasses.replace(report, warnings=(*report.warnings, *lines)) if lines \
+    return dataclasses.replace(report, warnings=(*report.warnings, *lines),
+                               shown_warnings=(*report.shown_warnings, *lines)) if lines \
         else report

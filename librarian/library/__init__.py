@@ -20,17 +20,17 @@ if TYPE_CHECKING:
     from librarian.library.guard import refuse_linked_paths as refuse_linked_paths
     from librarian.library.guard import refuse_linked_state as refuse_linked_state
     from librarian.library.guard import refuse_unsafe_library as refuse_unsafe_library
+    from librarian.library.items import Item as Item
+    from librarian.library.items import committed_items as committed_items
+    from librarian.library.items import item_kind as item_kind
+    from librarian.library.items import remember_kind as remember_kind
     from librarian.library.layout import PROJECT_FOLDER as PROJECT_FOLDER
-    from librarian.library.layout import Item as Item
     from librarian.library.layout import Library as Library
-    from librarian.library.layout import committed_items as committed_items
     from librarian.library.layout import enclosing_repo as enclosing_repo
     from librarian.library.layout import find_library as find_library
     from librarian.library.layout import is_library as is_library
-    from librarian.library.layout import item_kind as item_kind
     from librarian.library.layout import nearest_library as nearest_library
     from librarian.library.layout import open_library as open_library
-    from librarian.library.layout import remember_kind as remember_kind
     from librarian.library.snapshot import Snapshot as Snapshot
     from librarian.library.snapshot import committed_yaml as committed_yaml
     from librarian.library.snapshot import head_policy as head_policy
@@ -38,23 +38,23 @@ if TYPE_CHECKING:
 
 __getattr__ = lazy_exports(__name__, {
     "GeneratedFiles": "generated",
-    "Item": "layout",
+    "Item": "items",
     "Library": "layout",
     "PROJECT_FOLDER": "layout",
     "Snapshot": "snapshot",
-    "committed_items": "layout",
+    "committed_items": "items",
     "committed_yaml": "snapshot",
     "enclosing_repo": "layout",
     "find_library": "layout",
     "head_policy": "snapshot",
     "is_library": "layout",
-    "item_kind": "layout",
+    "item_kind": "items",
     "nearest_library": "layout",
     "open_library": "layout",
     "refuse_committed_non_directory": "guard",
     "refuse_linked_paths": "guard",
     "refuse_linked_state": "guard",
     "refuse_unsafe_library": "guard",
-    "remember_kind": "layout",
+    "remember_kind": "items",
     "summarize": "summary",
 })

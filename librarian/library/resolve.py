@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from librarian.errors import UsageError
 from librarian.git import GitStore, ObjectId
-from librarian.library.layout import Item, committed_items
+from librarian.library.items import Item, committed_items
 
 
 def find_item(store: GitStore, tree: ObjectId | None, name: str) -> Item:

@@ -33,7 +33,8 @@ from librarian.formats.config import (
 )
 from librarian.formats.yamlio import load_yaml
 from librarian.git import GitStore, ObjectId, TreeEntry
-from librarian.library.layout import Item, Library, committed_items
+from librarian.library.items import Item, committed_items
+from librarian.library.layout import Library
 from librarian.library.resolve import find_item
 
 if TYPE_CHECKING:

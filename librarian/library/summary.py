@@ -14,7 +14,7 @@ from librarian.errors import UsageError
 from librarian.formats.recipe import parse_recipe
 from librarian.formats.skillmd import parse_skill_md
 from librarian.git import GitStore
-from librarian.library.layout import Item
+from librarian.library.items import Item
 
 
 def summarize(store: GitStore, item: Item) -> dict[str, Any]:

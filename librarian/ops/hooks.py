@@ -41,9 +41,9 @@ class HooksInstalled:
 
 def hooks_directory(library: Library) -> Path:
     """Where git runs this library's hooks; a UsageError when librarian must not write
-    there (outside the library, or through a symbolic link)."""
+    there (outside the library's repository, or through a symbolic link)."""
     configured = hooks_path(library.git_dir)
-    root = Path(os.path.normpath(library.root.absolute()))
+    root = Path(os.path.normpath(library.repo_root.absolute()))
     if configured is None:
         target = library.git_dir / "hooks"
     else:

@@ -14,16 +14,16 @@ from support.sources_helpers import Upstream, install
 from librarian.agents.claude_manifests import GENERATED
 from librarian.cache.memo import LastValueMemo, TreeMemo
 from librarian.cache.statfile import identity_of, write_blob
-from librarian.library import layout as library_module
-from librarian.library.layout import (
+from librarian.library import items as library_module
+from librarian.library.items import (
     REMEMBERED_ITEMS,
     Item,
-    Library,
     _decode_items,
     _encode_items,
     _remembered,
     committed_items,
 )
+from librarian.library.layout import Library
 
 Cap = pytest.CaptureFixture[str]
 LIST = Path(".git/librarian/cache/list-sources.bin")

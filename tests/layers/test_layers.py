@@ -115,10 +115,10 @@ def test_changing_commands_write_to_the_nearest_layer(stacked: Stacked, capsys: 
     user_head = git(stacked.user, "rev-parse", "HEAD").stdout
     ok(capsys, "hide", "pdf")
     assert git(stacked.user, "rev-parse", "HEAD").stdout == user_head
-    document = json.loads(ok(capsys, "prompt", "--json"))
+    document = json.loads(ok(capsys, "prompt", "--json", "--operator"))
     # the project hides its pdf: the name stays the project's, the user's is not shown
     assert {s["name"] for s in document["skills"]} == {"mail"}
-    assert document["hidden"] == ["pdf"]
+    assert document["operator"]["hidden"] == ["pdf"]  # never named to an agent
     refused = run_main(capsys, "hide", "mail")  # the user's skill is not the project's
     assert refused.code == 2
 

@@ -22,7 +22,7 @@ from support.sources_helpers import Upstream
 
 pytestmark = pytest.mark.skipif(GIT is None, reason="needs the git binary as a judge")
 
-KILLER = Path(__file__).with_name("killer.py")
+KILLER = Path(__file__).parent.parent / "support" / "killer.py"
 FOLDER = ".agents"
 # Read at import: the autouse fixture removes LIBRARIAN_* variables before each test.
 EVERY = os.environ.get("LIBRARIAN_KILL_EVERY") == "1"

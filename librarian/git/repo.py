@@ -294,8 +294,8 @@ class GitStore:
             if obj is None or sha in seen:
                 continue  # already in the store (or shared)
             seen.add(sha)
-            if isinstance(obj, Commit):
-                stack.append(bytes(obj.tree))
+            if isinstance(obj, Commit):  # and its pending parents: a replayed chain
+                stack.extend([bytes(obj.tree), *(bytes(p) for p in obj.parents)])
             elif isinstance(obj, Tree):  # its pending children only, from one C parse
                 stack.extend(child for _, _, child in parsed_entries(obj.as_raw_string())
                              if child in pending)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from librarian.library.layout import is_library as is_library
     from librarian.library.layout import item_kind as item_kind
     from librarian.library.layout import remember_kind as remember_kind
+    from librarian.library.lists import VisibilityLists as VisibilityLists
     from librarian.library.snapshot import Snapshot as Snapshot
     from librarian.library.snapshot import committed_yaml as committed_yaml
     from librarian.library.snapshot import head_policy as head_policy
@@ -34,6 +35,7 @@ __getattr__ = lazy_exports(__name__, {
     "Item": "layout",
     "Library": "layout",
     "Snapshot": "snapshot",
+    "VisibilityLists": "lists",
     "committed_items": "layout",
     "committed_yaml": "snapshot",
     "find_library": "layout",

@@ -137,13 +137,31 @@ def check(
     index_file: Annotated[Path | None, typer.Option(
         "--index-file", help="With --staged: the index to check (the hook passes git's).")
     ] = None,
+    commit: Annotated[str | None, typer.Option(
+        "--commit", help="Check the committed tree of REV (works in a bare repository).")
+    ] = None,
+    git_dir: Annotated[Path | None, typer.Option(
+        "--git-dir", help="With --commit: the repository (default: --library, else here).")
+    ] = None,
+    objects: Annotated[list[Path] | None, typer.Option(
+        "--objects", hidden=True, help="More object directories (a push's quarantine).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate the whole library; exit 2 when anything is wrong."""
     from librarian.cli.render import check_text
-    from librarian.ops.checking import check_library
 
-    report = check_library(current_library(), staged=staged, index_file=index_file)
+    if commit is not None:
+        from librarian.agents.claude_manifests import GENERATED
+        from librarian.cli.app import State
+        from librarian.ops.checking import check_commit
+
+        where = git_dir or State.library or Path.cwd()
+        report = check_commit(where.absolute(), commit, GENERATED, tuple(objects or ()))
+    else:
+        from librarian.ops.checking import check_library
+
+        report = check_library(current_library(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:
@@ -166,12 +184,23 @@ def recover(as_json: JsonOpt = False) -> None:
 
 @hooks_app.command("install")
 def hooks_install(
-    force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
+    force: Annotated[bool, typer.Option("--force")] = False,
+    server: Annotated[bool, typer.Option(
+        "--server", help="In a bare repository on the host: the pre-receive gate.")] = False,
+    git_dir: Annotated[Path | None, typer.Option(
+        "--git-dir", help="With --server: the bare repository (default: here).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Copy the project's hooks into the library's .git/hooks (copies, not links)."""
-    from librarian.ops.hooks import install_hooks
+    """Copy the hooks into the library's .git/hooks and register the merge driver of the
+    generated files; with --server, the gate of a bare repository."""
+    if server:
+        from librarian.ops.hooks import install_server_hook
 
-    installed = install_hooks(current_library(), force=force)
+        installed = install_server_hook((git_dir or Path.cwd()).absolute(), force=force)
+    else:
+        from librarian.ops.hooks import install_hooks_and_driver
+
+        installed = install_hooks_and_driver(current_library(), force=force)
     emit({"kind": "hooks", "installed": installed}, as_json,
           "installed " + ", ".join(installed))
 

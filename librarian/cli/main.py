@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("source", "outdated", "update"), "sources"),
     **dict.fromkeys(("key", "release", "verify"), "trust"),
     **dict.fromkeys(("mcp", "export"), "agents"),
+    **dict.fromkeys(("sync", "clone", "merge-driver"), "team"),
     "daemon": "daemon",
 }
 FOUNDATION_COMMANDS = frozenset(

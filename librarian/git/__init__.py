@@ -4,7 +4,8 @@ Objects, trees and commits (``repo``, ``objectstore``, ``rawtree``, ``trees``, `
 by compare-and-swap, revisions (``revparse``), the index read and spliced (``indexscan``,
 ``index``, ``indexmemo``), fetching a source (``remote``, ``transfer``, ``localfetch``,
 ``quarantine``), git's fsck rules (``fsck``, ``fsckheaders``), packs, release tags, the
-per-file three-way merge (``merge``), ignore rules and the few settings librarian reads.
+per-file three-way merge (``merge``), a team's remote branch fetched, pushed and cloned
+(``team``), ignore rules and the few settings librarian reads.
 It knows nothing of items or libraries.
 
 May import: ``librarian.trust``, ``librarian.content``, ``librarian.formats``,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from librarian.git.remote import parse_remote as parse_remote
     from librarian.git.remote import strip_credentials as strip_credentials
     from librarian.git.remote import url_problem as url_problem
+    from librarian.git.repo import CommitInfo as CommitInfo
     from librarian.git.repo import GitStore as GitStore
     from librarian.git.repo import ObjectId as ObjectId
     from librarian.git.repo import TreeEntry as TreeEntry
@@ -50,11 +52,22 @@ if TYPE_CHECKING:
     from librarian.git.tags import tag_bytes as tag_bytes
     from librarian.git.tags import tagger as tagger
     from librarian.git.tags import write_tag as write_tag
+    from librarian.git.team import PushRefused as PushRefused
+    from librarian.git.team import RemoteMoved as RemoteMoved
+    from librarian.git.team import Upstream as Upstream
+    from librarian.git.team import clone_repository as clone_repository
+    from librarian.git.team import copy_commit as copy_commit
+    from librarian.git.team import fetch_branch as fetch_branch
+    from librarian.git.team import merge_base as merge_base
+    from librarian.git.team import push_branch as push_branch
+    from librarian.git.team import set_config as set_config
+    from librarian.git.team import upstream_of as upstream_of
     from librarian.git.trees import blob_sha1 as blob_sha1
     from librarian.git.trees import entry_changes as entry_changes
     from librarian.git.trees import make_tree as make_tree
 
 __getattr__ = lazy_exports(__name__, {
+    "CommitInfo": "repo",
     "FetchResult": "remote",
     "FileConflict": "merge",
     "FileVersion": "merge",
@@ -64,29 +77,39 @@ __getattr__ = lazy_exports(__name__, {
     "IndexFormatError": "indexscan",
     "IndexLockedError": "index",
     "ObjectId": "repo",
+    "PushRefused": "team",
+    "RemoteMoved": "team",
     "TreeEntry": "repo",
+    "Upstream": "team",
     "blob_sha1": "trees",
+    "clone_repository": "team",
     "consolidate_packs": "packs",
+    "copy_commit": "team",
     "core_worktree": "settings",
     "describe_hunk": "merge",
     "dirty_paths": "tags",
     "entry_changes": "trees",
     "entry_set": "rawtree",
+    "fetch_branch": "team",
     "fetch_ref": "remote",
     "is_branch_ref": "settings",
     "known_clean": "indexmemo",
     "make_tree": "trees",
+    "merge_base": "team",
     "merge_files": "merge",
     "parse_remote": "remote",
+    "push_branch": "team",
     "read_index": "indexscan",
     "remote_refs": "tags",
     "resolve": "revparse",
     "scan_index": "indexscan",
+    "set_config": "team",
     "splice_index": "index",
     "strip_credentials": "remote",
     "sweep": "quarantine",
     "tag_bytes": "tags",
     "tagger": "tags",
+    "upstream_of": "team",
     "url_problem": "remote",
     "walk_log": "revparse",
     "write_tag": "tags",

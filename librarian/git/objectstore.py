@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from dulwich.errors import FileFormatException
@@ -179,9 +180,9 @@ def pack_added(store: object) -> None:
         store.prefer_newest_packs()
 
 
-def open_repository(root: str) -> Repo:
+def open_repository(root: str, alternates: Sequence[str] = ()) -> Repo:
     """``Repo(root)`` whose object store looks objects up in git's order."""
-    repo = Repo(root)
+    repo = Repo(root, alternates=alternates) if alternates else Repo(root)
     store = repo.object_store
     if type(store) is DiskObjectStore:
         # dulwich built and configured the store from the repository's config; the

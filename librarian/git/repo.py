@@ -44,10 +44,11 @@ _TEXT = partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
 class GitStore:
     """One open repository. Use as a context manager so dulwich's files are closed."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, alternates: Sequence[Path] = ()) -> None:
+        """``alternates``: more object directories to read (a push's quarantine)."""
         self.root = root
         try:
-            self._repo = open_repository(str(root))
+            self._repo = open_repository(str(root), [str(p) for p in alternates])
         except (NotGitRepository, OSError) as exc:
             raise UsageError(f"{root} is not a git repository: {exc}") from None
         # Objects made by this command, readable before they are written (flush).

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from librarian.library.layout import item_kind as item_kind
     from librarian.library.layout import remember_kind as remember_kind
     from librarian.library.lists import VisibilityLists as VisibilityLists
+    from librarian.library.lists import skill_names as skill_names
     from librarian.library.snapshot import Snapshot as Snapshot
     from librarian.library.snapshot import committed_yaml as committed_yaml
     from librarian.library.snapshot import head_policy as head_policy
@@ -46,5 +47,6 @@ __getattr__ = lazy_exports(__name__, {
     "refuse_linked_state": "guard",
     "refuse_unsafe_library": "guard",
     "remember_kind": "layout",
+    "skill_names": "lists",
     "summarize": "summary",
 })

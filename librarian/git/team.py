@@ -159,9 +159,11 @@ def push_branch(store: GitStore, upstream: Upstream, old: ObjectId | None,
         if store.ref(upstream.tracking) != new:
             repo.refs[Ref(upstream.tracking)] = ObjectID(new)
         return
-    text = " ".join("".join(said).split())
+    lines = "".join(said).replace("\r", "\n").splitlines()
+    text = " ".join(" ".join(line.split()) for line in lines
+                    if line.strip() and "objects" not in line and "%" not in line)
     shown = _reason(ValueError(f"{status}; {text}" if text else status), upstream.url)
-    if any(word in status for word in ("stale", "lock", "fetch first", "non-fast-forward")):
+    if "declined" not in status:  # a compare-and-swap lost: someone else pushed first
         raise RemoteMoved(f"{upstream.shown} refused the push: {shown}",
                           hint="run `librarian sync` again")
     raise PushRefused(f"{upstream.shown} refused the new tip: {shown}",

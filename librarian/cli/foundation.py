@@ -91,14 +91,16 @@ def cat(name: str, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def status(
-    check: Annotated[bool, typer.Option("--check", help="Exit 3 when not clean.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 3 when not clean, or when check rejects a generated file.")]
+    = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Per item: clean, modified, missing, untracked; stale tools."""
     from librarian.cli.render import status_text
     from librarian.ops.status import library_status
 
-    report = library_status(current_library())
+    report = library_status(current_library(), judge_generated=check)
     emit({"kind": "status", "clean": report.clean, **jsonable(report)} if as_json else report,
           as_json, status_text(report))
     if check and not report.clean:

@@ -137,6 +137,7 @@ def status_text(report: StatusReport) -> str:
     lines += [f"{f.status:<10} {f.path}" for f in report.files if f.status != "clean"]
     lines += [f"{'stale':<10} tool {t.name} ({t.reason})" for t in report.tools
               if t.status == "stale"]
+    lines += [f"{'invalid':<10} {problem}" for problem in report.generated]
     if report.interrupted:
         lines.insert(0, "interrupted: a change was cut short and is pending")
     if not lines:

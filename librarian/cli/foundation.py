@@ -195,6 +195,7 @@ def hooks_install(
 ) -> None:
     """Copy the hooks into the library's .git/hooks and register the merge driver of the
     generated files; with --server, the gate of a bare repository."""
+    merged: list[str] = []
     if server:
         from librarian.ops.hooks import install_server_hook
 
@@ -202,9 +203,10 @@ def hooks_install(
     else:
         from librarian.ops.hooks import install_hooks_and_driver
 
-        installed = install_hooks_and_driver(current_library(), force=force)
-    emit({"kind": "hooks", "installed": installed}, as_json,
-          "installed " + ", ".join(installed))
+        installed, merged = install_hooks_and_driver(current_library(), force=force)
+    driver = f"; merge driver for {', '.join(merged)}" if merged else ""
+    emit({"kind": "hooks", "installed": installed, "merge_driver": merged}, as_json,
+          "installed " + ", ".join(installed) + driver)
 
 
 @app.command()

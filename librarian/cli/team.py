@@ -46,7 +46,8 @@ def clone(
 
     result = clone_library(url, directory, GENERATED)
     emit({"kind": "clone", **jsonable(result)}, as_json,
-         f"cloned {result.url} into {result.path}; installed " + ", ".join(result.installed))
+         f"cloned {result.url} into {result.path}; installed " + ", ".join(result.installed)
+         + "; merge driver for " + ", ".join(result.merge_driver))
 
 
 @app.command("merge-driver", hidden=True)

@@ -62,7 +62,7 @@ def driver_command(python: str | None = None) -> str:
 
 def install_merge_driver(library: Library) -> list[str]:
     """Register the merge driver in the clone's own config and name the generated files in
-    ``.git/info/attributes`` (local to the clone: nothing to commit)."""
+    ``.git/info/attributes`` (local to the clone: nothing to commit); returns their paths."""
     with library.store() as store:
         set_config(store, {((b"merge", DRIVER.encode()), b"name"):
                            b"librarian: generated files merged by meaning",
@@ -77,12 +77,14 @@ def install_merge_driver(library: Library) -> list[str]:
         header = [ATTRIBUTES_HEADER] if ATTRIBUTES_HEADER not in lines else []
         atomic_write(attributes, "\n".join([*lines, *header, *missing, ""]).encode(),
                      mode=0o644)
-    return [f"merge driver ({len(wanted)} generated files)"]
+    return list(MERGED_FILES)
 
 
-def install_hooks_and_driver(library: Library, *, force: bool = False) -> list[str]:
-    """``hooks install``: the hooks, then the merge driver."""
-    return install_hooks(library, force=force) + install_merge_driver(library)
+def install_hooks_and_driver(library: Library, *,
+                             force: bool = False) -> tuple[list[str], list[str]]:
+    """``hooks install``: the hooks, then the merge driver (the hooks' names, the paths of
+    the files it merges)."""
+    return install_hooks(library, force=force), install_merge_driver(library)
 
 
 def install_server_hook(git_dir: Path, *, force: bool = False) -> list[str]:
@@ -121,7 +123,8 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> str | None:
 class CloneResult:
     url: str
     path: str
-    installed: tuple[str, ...]
+    installed: tuple[str, ...]  # the hooks
+    merge_driver: tuple[str, ...]  # the generated files it merges
 
 
 def clone_library(url: str, directory: Path | None,
@@ -138,5 +141,5 @@ def clone_library(url: str, directory: Path | None,
     if not is_library(target):
         raise UsageError(f"{shown} holds no library.yaml; cloned into {target} anyway",
                          hint="it is a git repository but not a librarian library")
-    installed = install_hooks_and_driver(Library(target, generated))
-    return CloneResult(shown, str(target), tuple(installed))
+    installed, merged = install_hooks_and_driver(Library(target, generated))
+    return CloneResult(shown, str(target), tuple(installed), tuple(merged))

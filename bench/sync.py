@@ -107,8 +107,8 @@ def changes(agent: int, src: Path) -> list[list[str]]:
 
 
 def agent_loop(agent: int, clone: Path, work: Path, count: int,
-               out: list[tuple[int, float, int]]) -> None:
-    """(exit code, seconds, tries) of each sync after each change."""
+               out: list[tuple[int, float, int]], errors: list[str]) -> None:
+    """(exit code, seconds, tries) of each sync after each change; failures' messages."""
     for step in changes(agent, work / f"src{agent}")[:count]:
         must([*LIBRARIAN, *step], clone)
         start = time.perf_counter()
@@ -116,6 +116,8 @@ def agent_loop(agent: int, clone: Path, work: Path, count: int,
         seconds = time.perf_counter() - start
         tries = json.loads(done.stdout)["tries"] if done.returncode == 0 else 0
         out.append((done.returncode, seconds, tries))
+        if done.returncode != 0:
+            errors.append(done.stderr.strip().splitlines()[-1][:200])
 
 
 def main() -> None:
@@ -140,8 +142,9 @@ def main() -> None:
                 must([*LIBRARIAN, "clone", f"{url}/team.git", str(work / f"c{n}")], work)
                 clones.append(work / f"c{n}")
             results: list[tuple[int, float, int]] = []
-            threads = [threading.Thread(target=agent_loop,
-                                        args=(n, clones[n], work, args.changes, results))
+            errors: list[str] = []
+            threads = [threading.Thread(target=agent_loop, args=(n, clones[n], work,
+                                                                 args.changes, results, errors))
                        for n in range(args.agents)]
             start = time.perf_counter()
             for thread in threads:
@@ -162,6 +165,8 @@ def main() -> None:
               f"max {max((t for c, _, t in results if c == 0), default=0)}")
         print(f"publish latency: median {statistics.median(ok):.2f} s, p95 {p95:.2f} s; "
               f"wall {wall:.1f} s; check of the host's tip: exit {checked.returncode}")
+        for error in sorted(set(errors)):
+            print(f"failed sync: {error}")
     finally:
         if args.keep:
             shutil.copytree(work, args.keep, dirs_exist_ok=True)

@@ -183,3 +183,45 @@ def test_dry_run_shows_the_plan_and_changes_nothing(
     assert [step["subject"] for step in plan["steps"]] == ["retain skill gamma"]
     assert git_text(second, "rev-parse", "HEAD") == head
     assert "gamma" not in git_text(bare, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_sync_without_an_upstream_is_a_usage_error(library: Path) -> None:
+    done = librarian("sync", cwd=library)
+    assert done.returncode == 2 and "has no upstream" in done.stderr
+
+
+def test_a_local_edit_in_the_way_stops_sync_before_anything_is_pushed(
+        pair: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    bare, first, second = pair
+    assert act(first, "revise", "beta", str(make_skill(tmp_path / "v2", "beta",
+                                                       description="Better."))) == 0
+    assert act(first, "sync") == 0
+    assert act(second, "retain", str(make_skill(tmp_path / "more", "gamma"))) == 0
+    edited = second / "skills" / "beta" / "SKILL.md"
+    edited.write_bytes(edited.read_bytes() + b"\nA local note.\n")
+    tip = git_text(bare, "rev-parse", "main")
+    done = librarian("sync", cwd=second)
+    assert done.returncode == 3 and "skills/beta" in done.stderr, done.stderr
+    assert git_text(bare, "rev-parse", "main") == tip
+    assert edited.read_bytes().endswith(b"A local note.\n")
+
+
+def test_a_revise_of_a_retired_item_and_two_trees_under_one_name_stop(
+        pair: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    bare, first, second = pair
+    assert act(first, "retire", "beta") == 0
+    assert act(first, "retain", str(make_skill(tmp_path / "one", "gamma"))) == 0
+    assert act(first, "sync") == 0
+    tip = git_text(bare, "rev-parse", "main")
+    revised = make_skill(tmp_path / "v2", "beta", description="Better.")
+    assert act(second, "revise", "beta", str(revised)) == 0
+    done = librarian("sync", cwd=second)
+    assert done.returncode == 3, done.stderr
+    assert "revise skill beta" in done.stderr and "retire skill beta" in done.stderr
+    git(second, "reset", "-q", "--hard", "HEAD~1")
+    other = make_skill(tmp_path / "two", "gamma", description="Another gamma.")
+    assert act(second, "retain", str(other)) == 0
+    done = librarian("sync", cwd=second)
+    assert done.returncode == 3 and "under the same name" in done.stderr, done.stderr
+    assert "retain skill gamma" in done.stderr
+    assert git_text(bare, "rev-parse", "main") == tip

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from librarian.git.tags import tag_bytes as tag_bytes
     from librarian.git.tags import tagger as tagger
     from librarian.git.tags import write_tag as write_tag
+    from librarian.git.team import HungUp as HungUp
     from librarian.git.team import PushRefused as PushRefused
     from librarian.git.team import RemoteMoved as RemoteMoved
     from librarian.git.team import Upstream as Upstream
@@ -73,6 +74,7 @@ __getattr__ = lazy_exports(__name__, {
     "FileVersion": "merge",
     "GitIgnores": "ignores",
     "GitStore": "repo",
+    "HungUp": "team",
     "IndexEntry": "index",
     "IndexFormatError": "indexscan",
     "IndexLockedError": "index",

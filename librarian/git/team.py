@@ -46,6 +46,11 @@ class PushRefused(ConflictError):
     """The server refused the new tip by its own rules."""
 
 
+class HungUp(ConflictError):
+    """The server closed the connection mid-way (a busy ``git daemon`` does): worth
+    another try, unlike a server that cannot be reached at all."""
+
+
 def _config_value(store: GitStore, section: tuple[bytes, ...], name: bytes) -> str | None:
     config = store.dulwich_repo.get_config()
     try:
@@ -96,7 +101,7 @@ def _transport_errors(upstream: Upstream, verb: str) -> Iterator[None]:
         raise UsageError(f"cannot {verb} {shown}: {_reason(exc, url)}",
                          hint="check the URL (and that the repository exists)") from None
     except HangupException as exc:
-        raise ConflictError(f"cannot {verb} {shown}: the server hung up "
+        raise HungUp(f"cannot {verb} {shown}: the server hung up "
                             f"({_reason(exc, url)})", hint="try again") from None
     except GitProtocolError as exc:
         raise _protocol_error(shown, exc, url) from None

@@ -1,6 +1,6 @@
 """Benchmark publishing from many clones at once with ``librarian sync``.
 
-    python bench/sync.py [--agents 16] [--changes 10] [--gate] [--keep DIR]
+    python bench/sync.py [--agents 16] [--changes 10] [--gate] [--mode sync|git] [--keep DIR]
 
 Starts a bare repository holding one library behind ``git daemon --enable=receive-pack``
 on 127.0.0.1 (a free port), clones it ``--agents`` times with ``librarian clone``, and has
@@ -9,7 +9,9 @@ hide, show, expose, withdraw, retire, retain: the mix of the measurements before
 existed), each followed by ``librarian sync``. Prints how many changes were published,
 how many syncs failed or conflicted, the tries the syncs needed, and the publish latency
 (the wall time of one ``sync``, retries included): median and p95. ``--gate`` installs the
-``pre-receive`` gate (``check`` of every pushed tip) on the host first.
+``pre-receive`` gate (``check`` of every pushed tip) on the host first. ``--mode git``
+publishes with ``git pull --rebase && git push`` instead (retried on rejection, the clones
+made by ``librarian clone``: the merge driver is installed), for a paired comparison.
 
 Before ``sync`` (main ``3db9834``, ``git pull --rebase && git push`` retried on
 rejection, same mix): 2 agents p95 2.0 s, 8 agents 11.7 s, 16 agents 30.1 s, with 0.20,
@@ -106,18 +108,37 @@ def changes(agent: int, src: Path) -> list[list[str]]:
             ["retain", str(skill(src, c))]]
 
 
-def agent_loop(agent: int, clone: Path, work: Path, count: int,
+def publish_with_git(clone: Path, tries: int = 100) -> tuple[subprocess.CompletedProcess[str],
+                                                             int]:
+    """``git pull --rebase && git push``, again while the push is rejected; a failed pull
+    (a conflict) is aborted and reported."""
+    for attempt in range(1, tries + 1):
+        pulled = run(["git", "pull", "--rebase", "-q"], clone)
+        if pulled.returncode != 0:
+            run(["git", "rebase", "--abort"], clone)
+            return pulled, attempt
+        pushed = run(["git", "push", "-q", "origin", "main"], clone)
+        if pushed.returncode == 0:
+            return pushed, attempt
+    return pushed, tries
+
+
+def agent_loop(agent: int, clone: Path, work: Path, count: int, mode: str,
                out: list[tuple[int, float, int]], errors: list[str]) -> None:
-    """(exit code, seconds, tries) of each sync after each change; failures' messages."""
+    """(exit code, seconds, tries) of each publish after each change; failures' messages."""
     for step in changes(agent, work / f"src{agent}")[:count]:
         must([*LIBRARIAN, *step], clone)
         start = time.perf_counter()
-        done = run([*LIBRARIAN, "sync", "--json"], clone)
+        if mode == "git":
+            done, tries = publish_with_git(clone)
+        else:
+            done = run([*LIBRARIAN, "sync", "--json"], clone)
+            tries = json.loads(done.stdout)["tries"] if done.returncode == 0 else 0
         seconds = time.perf_counter() - start
-        tries = json.loads(done.stdout)["tries"] if done.returncode == 0 else 0
-        out.append((done.returncode, seconds, tries))
+        out.append((done.returncode if mode == "sync" or done.returncode == 0 else 3,
+                    seconds, tries))
         if done.returncode != 0:
-            errors.append(done.stderr.strip().splitlines()[-1][:200])
+            errors.append((done.stderr.strip().splitlines() or ["?"])[-1][:200])
 
 
 def main() -> None:
@@ -125,6 +146,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=16)
     parser.add_argument("--changes", type=int, default=10, choices=range(1, 11))
     parser.add_argument("--gate", action="store_true")
+    parser.add_argument("--mode", choices=("sync", "git"), default="sync")
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
@@ -143,8 +165,8 @@ def main() -> None:
                 clones.append(work / f"c{n}")
             results: list[tuple[int, float, int]] = []
             errors: list[str] = []
-            threads = [threading.Thread(target=agent_loop, args=(n, clones[n], work,
-                                                                 args.changes, results, errors))
+            threads = [threading.Thread(target=agent_loop, args=(
+                n, clones[n], work, args.changes, args.mode, results, errors))
                        for n in range(args.agents)]
             start = time.perf_counter()
             for thread in threads:
@@ -156,12 +178,13 @@ def main() -> None:
             checked = run([*LIBRARIAN, "check", "--commit", "main"], base / "team.git")
         ok = sorted(seconds for code, seconds, _ in results if code == 0)
         p95 = ok[min(len(ok) - 1, int(0.95 * len(ok)))] if ok else float("nan")
-        print(f"agents {args.agents}, changes each {args.changes}, gate {args.gate}")
+        print(f"mode {args.mode}, agents {args.agents}, changes each {args.changes}, "
+              f"gate {args.gate}, load average {os.getloadavg()[0]:.1f}")
         print(f"published {len(ok)}/{len(results)} (commits on the host: {tip}, "
-              f"including init); conflicts (exit 3) "
+              f"including init); conflicts (sync: exit 3; git: a failed pull) "
               f"{sum(code == 3 for code, _, _ in results)}; other failures "
               f"{sum(code not in (0, 3) for code, _, _ in results)}")
-        print(f"tries per sync: mean {statistics.mean(t for c, _, t in results if c == 0):.2f}, "
+        print(f"tries per publish: mean {statistics.mean(t for c, _, t in results if c == 0):.2f}, "
               f"max {max((t for c, _, t in results if c == 0), default=0)}")
         print(f"publish latency: median {statistics.median(ok):.2f} s, p95 {p95:.2f} s; "
               f"wall {wall:.1f} s; check of the host's tip: exit {checked.returncode}")

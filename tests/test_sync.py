@@ -225,3 +225,27 @@ def test_a_revise_of_a_retired_item_and_two_trees_under_one_name_stop(
     assert done.returncode == 3 and "under the same name" in done.stderr, done.stderr
     assert "retain skill gamma" in done.stderr
     assert git_text(bare, "rev-parse", "main") == tip
+
+
+def test_commits_made_by_hand_are_replayed_then_checked(tmp_path: Path) -> None:
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare = bare_with_library(base)  # a plain path: dulwich's local transport
+    first, second = _clone(str(bare), tmp_path / "a"), _clone(str(bare), tmp_path / "b")
+    assert act(first, "retain", str(make_skill(tmp_path / "s", "one"))) == 0
+    assert act(first, "retain", str(make_recipe(tmp_path / "s", "t1"))) == 0
+    assert act(first, "sync") == 0
+    (second / "notes.md").write_text("team notes\n")
+    git(second, "add", "notes.md")
+    git(second, "commit", "-qm", "notes by hand")
+    assert act(second, "sync") == 0
+    assert git_text(bare, "show", "main:notes.md") == "team notes\n"
+    assert git_text(bare, "log", "-1", "--format=%s", "main").strip() == "notes by hand"
+    # a hand commit that names a recipe upstream retires meanwhile
+    (second / "tools.yaml").write_text(
+        "tools:\n  t1:\n    recipe: recipes/t1\n    digest: sha256:" + "0" * 64 + "\n")
+    git(second, "commit", "-qam", "expose by hand", "--no-verify")
+    assert act(first, "sync") == act(first, "retire", "t1") == act(first, "sync") == 0
+    done = librarian("sync", cwd=second)
+    assert done.returncode == 3 and "expose by hand" in done.stderr, done.stderr
+    assert "retire recipe t1" in done.stderr

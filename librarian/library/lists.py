@@ -18,18 +18,22 @@ from librarian.formats.config import (
     LIBRARY_FILE,
     LibraryConfig,
     dump_library_config,
+    library_config_of,
     load_library_config,
 )
 from librarian.git import GitStore, ObjectId
 from librarian.library.layout import committed_items, item_kind
+from librarian.library.snapshot import committed_yaml
 
 
 def _config(store: GitStore, tree: ObjectId | None) -> LibraryConfig | None:
+    """The committed library.yaml, its document remembered by blob id (no YAML parse, no
+    PyYAML import, in the commands that change skills)."""
     entry = store.lookup(tree, LIBRARY_FILE)
     if entry is None:
         return None
     try:
-        return load_library_config(store.read_blob(entry.sha))
+        return committed_yaml(store, entry.sha, LIBRARY_FILE, library_config_of)
     except UsageError:
         return None
 

@@ -249,3 +249,17 @@ def test_commits_made_by_hand_are_replayed_then_checked(tmp_path: Path) -> None:
     done = librarian("sync", cwd=second)
     assert done.returncode == 3 and "expose by hand" in done.stderr, done.stderr
     assert "retire recipe t1" in done.stderr
+
+
+def test_a_new_name_taken_upstream_by_another_kind_stops(tmp_path: Path) -> None:
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare = bare_with_library(base)
+    first, second = _clone(str(bare), tmp_path / "a"), _clone(str(bare), tmp_path / "b")
+    assert act(first, "retain", str(make_recipe(tmp_path / "r", "gamma"))) == 0
+    assert act(first, "sync") == 0
+    assert act(second, "retain", str(make_skill(tmp_path / "s", "gamma"))) == 0
+    done = librarian("sync", cwd=second)
+    assert done.returncode == 3, done.stderr
+    assert "recipes/gamma under the same name" in done.stderr
+    assert "retain recipe gamma" in done.stderr and "retain skill gamma" in done.stderr

@@ -154,6 +154,8 @@ class Replay:
                                    self._there_entry(path))
             tree = store.with_path(tree, path, now)
             touched.append(path)
+            if was is None and now is not None:
+                self._one_name(info, tree, path)
         for path in MERGED:
             base, mine = self._read(parent, path), self._read(info.tree, path)
             if base == mine:
@@ -168,6 +170,18 @@ class Replay:
             touched.append(path)
         self._judge(info, parent, tree, touched)
         return self._regenerate(tree, touched)
+
+    def _one_name(self, info: CommitInfo, tree: ObjectId, path: str) -> None:
+        """Skills, recipes and drafts share one name space: a new item may not take a name
+        upstream gave an item of another kind meanwhile."""
+        top, _, name = path.partition("/")
+        if top not in (*KIND_DIRS.values(), DRAFTS_DIR) or "/" in name:
+            return
+        for other in (*KIND_DIRS.values(), DRAFTS_DIR):
+            taken = f"{other}/{name}"
+            if other != top and self.store.lookup(tree, taken) is not None:
+                raise self._refuse(info, f"a new {path}: upstream holds {taken} under the "
+                                   "same name", self._there_entry(taken))
 
     @staticmethod
     def _unit_clash(path: str, was: TreeEntry | None, now: TreeEntry | None,

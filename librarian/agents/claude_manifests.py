@@ -27,7 +27,13 @@ from librarian.formats.claude_plugin import (
 )
 from librarian.formats.config import LIBRARY_FILE, LibraryConfig, library_config_of
 from librarian.git import GitStore, ObjectId
-from librarian.library import GeneratedFiles, committed_items, committed_yaml, item_kind
+from librarian.library import (
+    GeneratedFiles,
+    VisibilityLists,
+    committed_items,
+    committed_yaml,
+    item_kind,
+)
 
 
 def affects_visible_skills(path: str) -> bool:
@@ -131,5 +137,6 @@ class ClaudeManifests:
         return plugin_problems(found, expected, item_paths)
 
 
-#: What every library opened by the command line or the MCP server generates.
-GENERATED: tuple[GeneratedFiles, ...] = (ClaudeManifests(),)
+#: What every library opened by the command line or the MCP server generates: the skill
+#: lists of library.yaml first (they name present skills only), then the manifests.
+GENERATED: tuple[GeneratedFiles, ...] = (VisibilityLists(), ClaudeManifests())

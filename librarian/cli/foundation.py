@@ -107,14 +107,16 @@ def cat(name: str, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def status(
-    check: Annotated[bool, typer.Option("--check", help="Exit 3 when not clean.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 3 when not clean, or when check rejects a generated file.")]
+    = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Per item: clean, modified, missing, untracked; stale tools."""
     from librarian.cli.render import status_text
     from librarian.ops.status import library_status
 
-    report = library_status(current_library())
+    report = library_status(current_library(), judge_generated=check)
     emit({"kind": "status", "clean": report.clean, **jsonable(report)} if as_json else report,
           as_json, status_text(report))
     if check and not report.clean:
@@ -154,13 +156,31 @@ def check(
     index_file: Annotated[Path | None, typer.Option(
         "--index-file", help="With --staged: the index to check (the hook passes git's).")
     ] = None,
+    commit: Annotated[str | None, typer.Option(
+        "--commit", help="Check the committed tree of REV (works in a bare repository).")
+    ] = None,
+    git_dir: Annotated[Path | None, typer.Option(
+        "--git-dir", help="With --commit: the repository (default: --library, else here).")
+    ] = None,
+    objects: Annotated[list[Path] | None, typer.Option(
+        "--objects", hidden=True, help="More object directories (a push's quarantine).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate the whole library; exit 2 when anything is wrong."""
     from librarian.cli.render import check_text
-    from librarian.layers.reading import check_layered
 
-    report = check_layered(current_stack(), staged=staged, index_file=index_file)
+    if commit is not None:
+        from librarian.agents.claude_manifests import GENERATED
+        from librarian.cli.app import State
+        from librarian.ops.checking import check_commit
+
+        where = git_dir or State.library or Path.cwd()
+        report = check_commit(where.absolute(), commit, GENERATED, tuple(objects or ()))
+    else:
+        from librarian.layers.reading import check_layered
+
+        report = check_layered(current_stack(), staged=staged, index_file=index_file)
     if as_json:
         emit({"kind": "check", "ok": report.ok, **jsonable(report)}, True)
     else:
@@ -183,15 +203,29 @@ def recover(as_json: JsonOpt = False) -> None:
 
 @hooks_app.command("install")
 def hooks_install(
-    force: Annotated[bool, typer.Option("--force")] = False, as_json: JsonOpt = False
+    force: Annotated[bool, typer.Option("--force")] = False,
+    server: Annotated[bool, typer.Option(
+        "--server", help="In a bare repository on the host: the pre-receive gate.")] = False,
+    git_dir: Annotated[Path | None, typer.Option(
+        "--git-dir", help="With --server: the bare repository (default: here).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Copy the project's hooks to where git runs them (.git/hooks or core.hooksPath)."""
-    from librarian.ops.hooks import install_hooks
+    """Copy the hooks to where git runs them (.git/hooks or core.hooksPath) and register
+    the merge driver of the generated files; with --server, the gate of a bare repository."""
+    if server:
+        from librarian.ops.hooks import install_server_hook
 
-    done = install_hooks(current_library(), force=force)
+        installed = install_server_hook((git_dir or Path.cwd()).absolute(), force=force)
+        emit({"kind": "hooks", "installed": installed, "path": None, "backups": [],
+              "merge_driver": []}, as_json, "installed " + ", ".join(installed))
+        return
+    from librarian.ops.hooks import install_hooks_and_driver
+
+    done, merged = install_hooks_and_driver(current_library(), force=force)
     kept = "".join(f"\n  the hook that was there is kept as {backup}" for backup in done.backups)
-    emit({"kind": "hooks", **jsonable(done)}, as_json,
-         f"installed {', '.join(done.installed)} in {done.path}{kept}")
+    driver = f"; merge driver for {', '.join(merged)}" if merged else ""
+    emit({"kind": "hooks", **jsonable(done), "merge_driver": merged}, as_json,
+         f"installed {', '.join(done.installed)} in {done.path}{driver}{kept}")
 
 
 @app.command()

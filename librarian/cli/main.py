@@ -73,7 +73,7 @@ def json_after_command(args: list[str]) -> list[str]:
 
 #: The command modules, in the order ``--help`` lists their commands: each registers its
 #: commands on ``app`` when imported.
-COMMAND_MODULES = ("foundation", "agents", "skills", "sources", "tools", "trust")
+COMMAND_MODULES = ("foundation", "agents", "skills", "sources", "tools", "trust", "team")
 for _module in COMMAND_MODULES:
     import_module(f"librarian.cli.{_module}")
 

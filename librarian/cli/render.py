@@ -123,6 +123,7 @@ def status_text(report: StatusReport) -> str:
     lines += [f"{'unenforced':<10} tool {t.name}: its effects cannot be enforced here "
               f"({'; '.join(t.not_enforceable)})" for t in report.tools
               if t.enforceable is False]
+    lines += [f"{'invalid':<10} {problem}" for problem in report.generated]
     if report.interrupted:
         lines.insert(0, "interrupted: a change was cut short and is pending")
     if not lines:

@@ -19,6 +19,7 @@ from librarian.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from librarian.git.blobsize import blob_size as blob_size
+    from librarian.git.ids import CommitInfo as CommitInfo
     from librarian.git.ignores import GitIgnores as GitIgnores
     from librarian.git.index import IndexEntry as IndexEntry
     from librarian.git.index import IndexLockedError as IndexLockedError
@@ -55,47 +56,66 @@ if TYPE_CHECKING:
     from librarian.git.tags import tag_bytes as tag_bytes
     from librarian.git.tags import tagger as tagger
     from librarian.git.tags import write_tag as write_tag
+    from librarian.git.team import HungUp as HungUp
+    from librarian.git.team import RemoteMoved as RemoteMoved
+    from librarian.git.team import clone_repository as clone_repository
+    from librarian.git.team import copy_commit as copy_commit
+    from librarian.git.team import fetch_branch as fetch_branch
+    from librarian.git.team import merge_base as merge_base
+    from librarian.git.team import push_branch as push_branch
+    from librarian.git.team import set_config as set_config
+    from librarian.git.team import upstream_of as upstream_of
     from librarian.git.trees import blob_sha1 as blob_sha1
     from librarian.git.trees import entry_changes as entry_changes
     from librarian.git.trees import make_tree as make_tree
 
 __getattr__ = lazy_exports(__name__, {
+    "CommitInfo": "ids",
     "FetchResult": "remote",
     "FileConflict": "merge",
     "FileVersion": "merge",
     "GitIgnores": "ignores",
     "GitStore": "repo",
+    "HungUp": "team",
     "IndexEntry": "index",
     "IndexFormatError": "indexscan",
     "IndexLockedError": "index",
     "ObjectId": "repo",
+    "RemoteMoved": "team",
     "TreeEntry": "repo",
     "blob_sha1": "trees",
     "blob_size": "blobsize",
+    "clone_repository": "team",
     "consolidate_packs": "packs",
+    "copy_commit": "team",
     "core_worktree": "settings",
     "describe_hunk": "merge",
     "dirty_paths": "tags",
     "entry_changes": "trees",
     "entry_set": "rawtree",
+    "fetch_branch": "team",
     "fetch_ref": "remote",
     "hooks_path": "settings",
     "is_branch_ref": "settings",
     "known_clean": "indexmemo",
     "make_tree": "trees",
+    "merge_base": "team",
     "merge_files": "merge",
     "merge_marked": "merge",
     "parse_remote": "remote",
+    "push_branch": "team",
     "read_index": "indexscan",
     "remote_head": "tags",
     "remote_refs": "tags",
     "resolve": "revparse",
     "scan_index": "indexscan",
+    "set_config": "team",
     "splice_index": "index",
     "strip_credentials": "remote",
     "sweep": "quarantine",
     "tag_bytes": "tags",
     "tagger": "tags",
+    "upstream_of": "team",
     "url_problem": "remote",
     "walk_history": "revparse",
     "walk_log": "revparse",

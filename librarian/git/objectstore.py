@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
@@ -33,10 +34,10 @@ def pack_added(store: DiskObjectStore) -> None:
     store.packs  # noqa: B018  (lists the pack directory, opening a pack landed since)
 
 
-def open_repository(root: str) -> Repo:
-    """``Repo(root)``, its packs open (``held`` sees what they hold), its loose objects
-    compressed as git compresses them."""
-    repo = Repo(root)
+def open_repository(root: str, alternates: Sequence[str] = ()) -> Repo:
+    """``Repo(root)`` (``alternates``: more object directories to read), its packs open
+    (``held`` sees what they hold), its loose objects compressed as git compresses them."""
+    repo = Repo(root, alternates=alternates) if alternates else Repo(root)
     store = repo.object_store
     if isinstance(store, DiskObjectStore):
         pack_added(store)

@@ -46,11 +46,14 @@ class GitStore:
     ``prefix``: the folder its reader works in ("" the top): ``tree_of`` reads the tree
     there, ``full_tree`` puts one back; ``commit(...).tree`` is always the root tree."""
 
-    def __init__(self, root: Path, prefix: str = "") -> None:
+    def __init__(self, root: Path, prefix: str = "",
+                 alternates: Sequence[Path] = ()) -> None:
+        """``prefix``: the library's folder in the repository ("" for its top);
+        ``alternates``: more object directories to read (a push's quarantine)."""
         self.root = root
         self.prefix = prefix
         try:
-            self._repo = open_repository(str(root))
+            self._repo = open_repository(str(root), [str(p) for p in alternates])
         except (NotGitRepository, OSError) as exc:
             raise UsageError(f"{root} is not a git repository: {exc}") from None
         # Objects made by this command, readable before they are written (flush).
@@ -300,8 +303,8 @@ class GitStore:
             if obj is None or sha in seen:
                 continue  # already in the store (or shared)
             seen.add(sha)
-            if isinstance(obj, Commit):
-                stack.append(bytes(obj.tree))
+            if isinstance(obj, Commit):  # and its pending parents: a replayed chain
+                stack.extend([bytes(obj.tree), *(bytes(p) for p in obj.parents)])
             elif isinstance(obj, Tree):  # its pending children only, from one C parse
                 stack.extend(child for _, _, child in parsed_entries(obj.as_raw_string())
                              if child in pending)

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from librarian.library.layout import is_library as is_library
     from librarian.library.layout import nearest_library as nearest_library
     from librarian.library.layout import open_library as open_library
+    from librarian.library.lists import VisibilityLists as VisibilityLists
+    from librarian.library.lists import skill_names as skill_names
     from librarian.library.snapshot import Snapshot as Snapshot
     from librarian.library.snapshot import committed_yaml as committed_yaml
     from librarian.library.snapshot import head_policy as head_policy
@@ -42,6 +44,7 @@ __getattr__ = lazy_exports(__name__, {
     "Library": "layout",
     "PROJECT_FOLDER": "layout",
     "Snapshot": "snapshot",
+    "VisibilityLists": "lists",
     "committed_items": "items",
     "committed_yaml": "snapshot",
     "enclosing_repo": "layout",
@@ -56,5 +59,6 @@ __getattr__ = lazy_exports(__name__, {
     "refuse_linked_state": "guard",
     "refuse_unsafe_library": "guard",
     "remember_kind": "items",
+    "skill_names": "lists",
     "summarize": "summary",
 })

@@ -38,8 +38,8 @@ from librarian.formats.config import (
     load_lock,
     load_tools,
 )
-from librarian.git import GitStore, read_index
-from librarian.library import Library
+from librarian.git import GitStore, ObjectId, read_index, resolve
+from librarian.library import GeneratedFiles, Library
 from librarian.ops.agentchecks import agent_warnings
 
 Loader = Callable[[], bytes]
@@ -282,65 +282,94 @@ def check_library(
         entries = list(
             _index_entries(library, store, index_file) if staged else _work_entries(library.root)
         )
-        items, top, problems = _group(entries)
-        policy = Policy()
-        hidden: tuple[str, ...] = ()
-        if LIBRARY_FILE not in top:
-            problems.append(f"{LIBRARY_FILE}: missing")
-        else:
-            try:
-                config = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE)
-                policy, hidden = config.policy, config.hidden
-            except LibrarianError as exc:
-                problems.append(exc.message)
-        problems.extend(_stray_problems(entries, frozenset(policy.allowed_secrets)))
-        tools: dict[str, ToolEntry] = {}
-        locked: dict[str, LockedSource] = {}
+        expected = None if staged else store.tree_of(store.head())
+        return _check(store, entries, library.generated, not staged, expected,
+                      "index" if staged else "work tree", _Unchanged(library, store))
+
+
+def check_tree(store: GitStore, tree: ObjectId | None,
+               generated: Sequence[GeneratedFiles]) -> CheckReport:
+    """``check`` of a committed tree (``check --commit``: a bare repository on a host)."""
+    entries: list[Entry] = [(path, entry.mode, functools.partial(store.read_blob, entry.sha))
+                            for path, entry in (store.walk(tree) if tree else ())]
+    return _check(store, entries, generated, True, tree, "commit", None)
+
+
+def _check(store: GitStore, entries: list[Entry], generated: Sequence[GeneratedFiles],
+           compare: bool, expected_tree: ObjectId | None, scope: str,
+           unchanged: _Unchanged | None) -> CheckReport:
+    """The checks of ``check`` over ``entries``; the generated files are compared with
+    what ``expected_tree`` implies when ``compare``. ``unchanged``: which items HEAD holds
+    as they are (their warnings are counted, not listed); None: every warning is listed."""
+    items, top, problems = _group(entries)
+    policy = Policy()
+    hidden: tuple[str, ...] = ()
+    if LIBRARY_FILE not in top:
+        problems.append(f"{LIBRARY_FILE}: missing")
+    else:
         try:
-            if TOOLS_FILE in top:
-                tools = load_tools(top[TOOLS_FILE][2](), TOOLS_FILE)
-            if LOCK_FILE in top:
-                locked = load_lock(top[LOCK_FILE][2](), LOCK_FILE)
+            config = load_library_config(top[LIBRARY_FILE][2](), LIBRARY_FILE)
+            policy, hidden = config.policy, config.hidden
         except LibrarianError as exc:
             problems.append(exc.message)
-        items, loose, unnamed = _merge_managed(items, locked)
-        problems.extend(unnamed)
-        for entry in loose:
-            problems.extend(_file_problems(entry, frozenset(policy.allowed_secrets)))
-        skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
-        for maker in library.generated:  # the files the library generates (library/generated.py)
-            generated = {e[0]: e[2]() for e in entries if e[0] in maker.paths}
-            expected = None if staged else maker.expected(store, store.tree_of(store.head()))
-            problems.extend(maker.problems(generated, expected, skill_dirs))
-        seen: dict[str, str] = {}
-        warnings: list[str] = []
-        digests: dict[str, str] = {}
-        unchanged = _Unchanged(library, store)
-        shown: list[str] = []
-        sizes: dict[str, tuple[int, int]] = {}
-        for path in counted("check", sorted(items)):
-            found: list[str] = []
-            problems.extend(_check_item(path, items[path], policy, found, digests, sizes))
-            warnings.extend(found)
-            if not (found and unchanged(path, digests.get(path))):
-                shown.extend(found)  # what this change is about; the rest is counted
-            if path.startswith(SOURCES_DIR + "/"):
-                continue
-            name = path.rsplit("/", 1)[-1]
-            if name_problem(name) is None and name in seen:
-                problems.append(f"{path}: the name {name!r} is already used by {seen[name]}")
-            seen.setdefault(name, path)
-        for tool_name, tool in sorted(tools.items()):
-            if tool.recipe not in items:
-                problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
-                                "which is not in the library")
-        lock_warnings = [*_lock_warnings(locked, digests, items),
-                         *agent_warnings(items, hidden, sizes)]
-        warnings.extend(lock_warnings)
-        shown.extend(lock_warnings)
+    problems.extend(_stray_problems(entries, frozenset(policy.allowed_secrets)))
+    tools: dict[str, ToolEntry] = {}
+    locked: dict[str, LockedSource] = {}
+    try:
+        if TOOLS_FILE in top:
+            tools = load_tools(top[TOOLS_FILE][2](), TOOLS_FILE)
+        if LOCK_FILE in top:
+            locked = load_lock(top[LOCK_FILE][2](), LOCK_FILE)
+    except LibrarianError as exc:
+        problems.append(exc.message)
+    items, loose, unnamed = _merge_managed(items, locked)
+    problems.extend(unnamed)
+    for entry in loose:
+        problems.extend(_file_problems(entry, frozenset(policy.allowed_secrets)))
+    skill_dirs = {p for p in items if p.split("/", 1)[0] in (KIND_DIRS["skill"], SOURCES_DIR)}
+    for maker in generated:  # the files the library generates (library/generated.py)
+        found_files = {e[0]: e[2]() for e in entries if e[0] in maker.paths}
+        expected = maker.expected(store, expected_tree) if compare else None
+        problems.extend(maker.problems(found_files, expected, skill_dirs))
+    seen: dict[str, str] = {}
+    warnings: list[str] = []
+    shown: list[str] = []
+    digests: dict[str, str] = {}
+    sizes: dict[str, tuple[int, int]] = {}
+    for path in counted("check", sorted(items)):
+        found: list[str] = []
+        problems.extend(_check_item(path, items[path], policy, found, digests, sizes))
+        warnings.extend(found)
+        if not (found and unchanged is not None and unchanged(path, digests.get(path))):
+            shown.extend(found)  # what this change is about; the rest is counted
+        if path.startswith(SOURCES_DIR + "/"):
+            continue
+        name = path.rsplit("/", 1)[-1]
+        if name_problem(name) is None and name in seen:
+            problems.append(f"{path}: the name {name!r} is already used by {seen[name]}")
+        seen.setdefault(name, path)
+    for tool_name, tool in sorted(tools.items()):
+        if tool.recipe not in items:
+            problems.append(f"{TOOLS_FILE}: tool {tool_name!r} names {tool.recipe}, "
+                            "which is not in the library")
+    lock_warnings = [*_lock_warnings(locked, digests, items),
+                     *agent_warnings(items, hidden, sizes)]
+    warnings.extend(lock_warnings)
+    shown.extend(lock_warnings)
+    if unchanged is not None:
         unchanged.save()
-    return CheckReport("index" if staged else "work tree", len(items), tuple(problems),
-                       tuple(warnings), len(warnings) - len(shown), tuple(shown))
+    return CheckReport(scope, len(items), tuple(problems), tuple(warnings),
+                       len(warnings) - len(shown), tuple(shown))
+
+
+def check_commit(git_dir: Path, revision: str, generated: Sequence[GeneratedFiles],
+                 objects: Sequence[Path] = ()) -> CheckReport:
+    """``check --commit REV``: the committed tree of ``revision`` in the repository at
+    ``git_dir`` (bare or not); ``objects``: more object directories to read (the
+    quarantine a ``pre-receive`` hook sees a push in)."""
+    with GitStore(git_dir, alternates=objects) as store:
+        commit = resolve(store, revision)
+        return check_tree(store, store.commit(commit).tree, generated)
 
 
 class _Unchanged:

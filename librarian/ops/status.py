@@ -72,11 +72,13 @@ class StatusReport:
     files: tuple[FileStatus, ...]
     hints: tuple[str, ...] = ()  # what to do about what is listed
     interrupted: bool = False  # a change's journal is pending: `librarian recover`
+    #: what `check` rejects in the generated files (asked for by `status --check` only)
+    generated: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
         return (
-            not self.interrupted
+            not self.interrupted and not self.generated
             and all(i.status == "clean" for i in self.items)
             and all(t.status == "ok" for t in self.tools)
             and all(f.status == "clean" for f in self.files)
@@ -110,7 +112,25 @@ def _exists(library: Library, path: str) -> bool:
     return target.exists() or target.is_symlink()
 
 
-def library_status(library: Library) -> StatusReport:
+def generated_problems(library: Library, store: GitStore, snapshot: Snapshot,
+                       items: Iterable[Item]) -> tuple[str, ...]:
+    """What ``check`` says of the generated files in the work tree, against HEAD."""
+    skills = {item.path for item in items if item.state != "draft" and (
+        item.kind == "skill" or item.state == "managed")}
+    out: list[str] = []
+    for maker in library.generated:
+        found: dict[str, bytes | None] = {}
+        for path in maker.paths:
+            target = library.path_of(path)
+            found[path] = (target.read_bytes() if target.is_file() and not target.is_symlink()
+                           else None)
+        out += maker.problems(found, maker.expected(store, snapshot.tree), skills)
+    return tuple(dict.fromkeys(out))
+
+
+def library_status(library: Library, *, judge_generated: bool = False) -> StatusReport:
+    """``judge_generated``: also what ``check`` rejects in the generated files (a walk of
+    the committed items: ``status --check`` only)."""
     with library.store() as store:
         snapshot = Snapshot.head(library, store)
         work_cache = WorkTreeCache(library.cache_dir)
@@ -142,6 +162,8 @@ def library_status(library: Library) -> StatusReport:
                      for i in item_statuses if i.status == "conflicted"),
                    *((RECOVER_HINT,) if interrupted else ())),
             interrupted=interrupted,
+            generated=generated_problems(library, store, snapshot, items)
+            if judge_generated else (),
         )
         work_cache.save()
         digests.save()

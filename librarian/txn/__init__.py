@@ -14,6 +14,7 @@ from librarian.core.lazy import lazy_exports
 if TYPE_CHECKING:
     from librarian.txn.changes import CommitResult as CommitResult
     from librarian.txn.changes import FileChange as FileChange
+    from librarian.txn.changes import TreeChange as TreeChange
     from librarian.txn.lock import library_lock as library_lock
     from librarian.txn.recovery import recover_library as recover_library
     from librarian.txn.transaction import Transaction as Transaction
@@ -22,6 +23,7 @@ __getattr__ = lazy_exports(__name__, {
     "CommitResult": "changes",
     "FileChange": "changes",
     "Transaction": "transaction",
+    "TreeChange": "changes",
     "library_lock": "lock",
     "recover_library": "recovery",
 })

@@ -179,6 +179,18 @@ class Transaction:
         return self._commit(root_tree, subject, trailers, allow_empty=True,
                             check_generated=True)
 
+    def advance_to(self, commit: ObjectId, subject: str) -> CommitResult:
+        """Move the branch to ``commit``, a descendant of the base made by the caller (a
+        replay onto the upstream branch); the changes name the work-tree paths that differ
+        and the caller judged them against the work tree (``check_unmodified``)."""
+        tree = self.store.commit(commit).tree
+        for change in self._changes:
+            if isinstance(change, TreeChange):
+                entry = TreeEntry(MODE_TREE, change.tree) if change.tree else None
+                if self.store.lookup(tree, change.path) != entry:
+                    raise ValueError(f"{change.path}: the change disagrees with the given tree")
+        return self._commit(tree, subject, (), allow_empty=True, made=commit)
+
     def _tree_with_changes(self) -> ObjectId | None:
         store, tree = self.store, self.base.tree
         for change in self._changes:
@@ -220,8 +232,8 @@ class Transaction:
                 entry = self.store.lookup(tree, path)
                 if entry is not None and entry.sha == blob_sha1(data):
                     continue
-                if any(c.path == path for c in self._changes):
-                    continue  # the caller writes it itself
+                # what the caller writes there is in ``tree``, so the maker's file holds it
+                self._changes = [c for c in self._changes if c.path != path]
                 change = FileChange(path, data)
                 if check:
                     self.check_unmodified(change)
@@ -231,7 +243,8 @@ class Transaction:
         return tree
 
     def _commit(self, new_tree: ObjectId | None, subject: str, trailers: Trailers,
-                allow_empty: bool, *, check_generated: bool = False) -> CommitResult:
+                allow_empty: bool, *, check_generated: bool = False,
+                made: ObjectId | None = None) -> CommitResult:
         if self._committed:
             raise RuntimeError("a transaction makes one commit")
         store, library, base = self.store, self.library, self.base.commit
@@ -243,15 +256,17 @@ class Transaction:
         assert new_tree is not None
         if new_tree == self.base.tree and not allow_empty:
             raise UsageError("nothing to change: the library already holds exactly this content")
-        new_tree = self._with_generated(new_tree, check_generated)
+        if made is None:  # a commit made by the caller carries its generated files already
+            new_tree = self._with_generated(new_tree, check_generated)
         # A directory changed in place swaps only the entries that differ (apply.slots);
         # those deeper paths must be real all the way down too.
         slots = apply.slots(store, self.base.tree, self._changes)
         refuse_linked_paths(library.root, [s.path for s in slots if isinstance(s, EntryChange)])
         # A library in a folder of a project: the project's tree at the base commit with
-        # only the library's folder replaced (git/repo.py ``full_tree``).
-        new = store.make_commit(store.full_tree(base, new_tree), [base] if base else [],
-                                format_message(subject, trailers))
+        # only the library's folder replaced (git/repo.py ``full_tree``). ``made``: a
+        # commit sync already built and pushed (``advance_to``).
+        new = made or store.make_commit(store.full_tree(base, new_tree), [base] if base else [],
+                                        format_message(subject, trailers))
         branch = store.branch().decode("utf-8", "surrogateescape")
         journal = Journal(uuid.uuid4().hex[:12], branch, base.decode() if base else None,
                           new.decode(), tuple(s.path for s in slots), work_trees(slots),

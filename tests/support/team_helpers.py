@@ -26,13 +26,16 @@ def git_daemon_rw(base: Path) -> Iterator[str]:
     """``git daemon`` serving (and accepting pushes to) every repository under ``base``;
     yields the git://… base URL."""
     assert GIT is not None
-    port = free_port()
-    process = subprocess.Popen(
-        [GIT, "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
-         "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1", str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=git_env())
+    while True:  # another test may take the port between free_port and the bind
+        port = free_port()
+        process = subprocess.Popen(
+            [GIT, "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+             "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1", str(base)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=git_env())
+        if _wait_for_port(port, process):
+            break
+        process.wait(10)
     try:
-        _wait_for_port(port)
         yield f"git://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -2,10 +2,11 @@
 
 The packages over git (``git``, ``cache``, ``library``, ``txn``) each offer a small public
 surface in their ``__init__``; importing every module behind it on the first
-``from librarian.git import GitStore`` would load the fetch, fsck and tag code into every
-``status`` (measured: docs/performance.md). The package's ``__init__`` lists its names once
-for the type checker (``if TYPE_CHECKING: from .repo import GitStore as GitStore``) and once
-here, as the map this module reads; ``tests/core/test_lazy.py`` holds the two in step.
+``from librarian.git import GitStore`` would load the fetch, fsck and tag code (and
+certifi, through dulwich's HTTP client) into every ``status``. The package's ``__init__``
+lists its names once for the type checker (``if TYPE_CHECKING: from .repo import GitStore
+as GitStore``) and once as the map this module reads; ``tests/core/test_facades.py`` holds
+the two in step and checks that a name loads only its own module.
 """
 
 from __future__ import annotations

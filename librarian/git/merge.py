@@ -26,10 +26,10 @@ on one side and deleted on the other: a conflict. The same change on both sides:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from librarian.core.markers import MARKER_OURS, MARKER_SPLIT, MARKER_THEIRS
 
@@ -171,27 +171,48 @@ def _merge_data(path: str, base: FileVersion | None, ours: bytes, theirs: bytes,
     return data
 
 
-def merge_lines(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, tuple[Hunk, ...]]:
-    """The line merge of three texts: (merged bytes, ()) or (b"", the conflicting hunks)."""
+class _Conflict(NamedTuple):
+    """A conflicting region of a line merge: each side's lines and the line (1-based) of
+    its file where they start."""
+
+    base: list[bytes]
+    ours: list[bytes]
+    theirs: list[bytes]
+    base_at: int
+    ours_at: int
+    theirs_at: int
+
+
+def _regions(base: bytes, ours: bytes, theirs: bytes) -> Iterator[list[bytes] | _Conflict]:
+    """merge3's regions of three texts, in order: a run of settled lines, or a conflict."""
     # Imported on first use: dulwich.merge and merge3 cost ~5 ms, which only an update
     # that actually line-merges a file should pay (inspect and `source` import this module).
     from dulwich.merge import make_merge3
 
     z, a, b = split_lines(base), split_lines(ours), split_lines(theirs)
-    out: list[bytes] = []
-    hunks: list[Hunk] = []
     for region in make_merge3(z, a, b).merge_regions():
         what = region[0]
         if what == "unchanged":
-            out.extend(z[region[1]:region[2]])
+            yield z[region[1]:region[2]]
         elif what in ("a", "same"):
-            out.extend(a[region[1]:region[2]])
+            yield a[region[1]:region[2]]
         elif what == "b":
-            out.extend(b[region[1]:region[2]])
+            yield b[region[1]:region[2]]
         elif len(region) == 7:  # a conflict: base, ours and theirs ranges
             _, zs, ze, as_, ae, bs, be = region
-            hunks.append(Hunk(zs + 1, _join(z[zs:ze]), as_ + 1, _join(a[as_:ae]),
-                              bs + 1, _join(b[bs:be])))
+            yield _Conflict(z[zs:ze], a[as_:ae], b[bs:be], zs + 1, as_ + 1, bs + 1)
+
+
+def merge_lines(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, tuple[Hunk, ...]]:
+    """The line merge of three texts: (merged bytes, ()) or (b"", the conflicting hunks)."""
+    out: list[bytes] = []
+    hunks: list[Hunk] = []
+    for region in _regions(base, ours, theirs):
+        if isinstance(region, _Conflict):
+            hunks.append(Hunk(region.base_at, _join(region.base), region.ours_at,
+                              _join(region.ours), region.theirs_at, _join(region.theirs)))
+        else:
+            out.extend(region)
     if hunks:
         return b"", tuple(hunks)
     return b"".join(out), ()
@@ -265,25 +286,13 @@ def merge_marked(
 
 
 def _marked_lines(base: bytes, ours: bytes, theirs: bytes) -> bytes:
-    from dulwich.merge import make_merge3
-
-    z, a, b = split_lines(base), split_lines(ours), split_lines(theirs)
     out: list[bytes] = []
-    for region in make_merge3(z, a, b).merge_regions():
-        what = region[0]
-        if what == "unchanged":
-            out.extend(z[region[1]:region[2]])
-        elif what in ("a", "same"):
-            out.extend(a[region[1]:region[2]])
-        elif what == "b":
-            out.extend(b[region[1]:region[2]])
-        elif len(region) == 7:
-            _, _, _, as_, ae, bs, be = region
-            out.append(MARKER_OURS + b"\n")
-            out.extend(_ended(a[as_:ae]))
-            out.append(MARKER_SPLIT + b"\n")
-            out.extend(_ended(b[bs:be]))
-            out.append(MARKER_THEIRS + b"\n")
+    for region in _regions(base, ours, theirs):
+        if isinstance(region, _Conflict):
+            out += [MARKER_OURS + b"\n", *_ended(region.ours), MARKER_SPLIT + b"\n",
+                    *_ended(region.theirs), MARKER_THEIRS + b"\n"]
+        else:
+            out.extend(region)
     return b"".join(out)
 
 

@@ -6,8 +6,9 @@ Nothing outside these two modules (and ``gitindex``) imports dulwich.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from dulwich.objects import Commit, ObjectID
@@ -157,6 +158,41 @@ class _Progress:
             self.callback(data.decode("utf-8", "replace"))
 
 
+@contextlib.contextmanager
+def transport_errors(url: str, shown: str, verb: str) -> Iterator[None]:
+    """Every dulwich/transport failure inside as a LibrarianError naming ``shown`` (the URL
+    without its credentials): exit 2 for a bad URL or a missing repository, exit 3 when the
+    server cannot be reached. ``verb``: what was being done (``fetch``, ``push to``…)."""
+    from dulwich.client import (
+        HTTPProxyUnauthorized,
+        HTTPUnauthorized,
+        StrangeHostname,
+        TransportNotAllowed,
+    )
+    from dulwich.errors import GitProtocolError, NotGitRepository
+
+    try:
+        yield
+    except LibrarianError:
+        raise
+    except (NotGitRepository, HTTPUnauthorized, HTTPProxyUnauthorized) as exc:
+        raise UsageError(f"cannot {verb} {shown}: {_reason(exc, url)}",
+                         hint="check the URL (and that the repository exists)") from None
+    except (StrangeHostname, TransportNotAllowed) as exc:
+        raise UsageError(f"cannot {verb} {shown}: dulwich refuses the URL "
+                         f"({type(exc).__name__}: {_reason(exc, url)})",
+                         hint="check the URL") from None
+    except GitProtocolError as exc:
+        raise _protocol_error(shown, exc, url) from None
+    except OSError as exc:
+        raise ConflictError(f"cannot reach {shown}: {_reason(exc, url)}",
+                            hint="check that the server is up and try again") from None
+    except (ValueError, KeyError, TypeError, AssertionError) as exc:
+        # dulwich raises these for URLs it cannot parse and for malformed replies
+        raise UsageError(f"cannot {verb} {shown}: {_reason(exc, url)}",
+                         hint="a URL is a local path, file://, git://, http(s):// or ssh") from None
+
+
 def fetch_ref(
     store: GitStore,
     url: str,
@@ -175,14 +211,7 @@ def fetch_ref(
     URL, a missing repository or ref, or an incomplete upstream; exit 3 when the server
     cannot be reached. A pack holding an object git refuses (``transfer.RefusedPack``) is
     refused whole, named after ``source`` (the subscription's name) when given."""
-    from dulwich.client import (
-        HTTPProxyUnauthorized,
-        HTTPUnauthorized,
-        StrangeHostname,
-        TransportNotAllowed,
-        get_transport_and_path,
-    )
-    from dulwich.errors import GitProtocolError, NotGitRepository
+    from dulwich.client import get_transport_and_path
 
     shown = strip_credentials(url)
     if hostile_host(url) or HELPER_URL.match(url):  # never hand ssh an option, nor a helper
@@ -198,29 +227,12 @@ def fetch_ref(
                 return [] if ObjectID(sha) in store.dulwich_repo.object_store else [ObjectID(sha)]
         return []
 
-    try:
+    with transport_errors(url, shown, "fetch"):
         client, path = get_transport_and_path(url, quiet=progress is None)
-        result = transfer(store, client, path, determine_wants, have, _Progress(progress))
-    except RefusedPack as exc:
-        raise RefusedPack(exc.finding, f"source {source}" if source else shown) from None
-    except LibrarianError:
-        raise
-    except (NotGitRepository, HTTPUnauthorized, HTTPProxyUnauthorized) as exc:
-        raise UsageError(f"cannot fetch {shown}: {_reason(exc, url)}",
-                         hint="check the URL (and that the repository exists)") from None
-    except (StrangeHostname, TransportNotAllowed) as exc:
-        raise UsageError(f"cannot fetch {shown}: dulwich refuses the URL "
-                         f"({type(exc).__name__}: {_reason(exc, url)})",
-                         hint="check the source's URL") from None
-    except GitProtocolError as exc:
-        raise _protocol_error(shown, exc, url) from None
-    except OSError as exc:
-        raise ConflictError(f"cannot reach {shown}: {_reason(exc, url)}",
-                            hint="check that the server is up and try again") from None
-    except (ValueError, KeyError, TypeError, AssertionError) as exc:
-        # dulwich raises these for URLs it cannot parse and for malformed replies
-        raise UsageError(f"cannot fetch {shown}: {_reason(exc, url)}",
-                         hint="a URL is a local path, file://, git://, http(s):// or ssh") from None
+        try:
+            result = transfer(store, client, path, determine_wants, have, _Progress(progress))
+        except RefusedPack as exc:
+            raise RefusedPack(exc.finding, f"source {source}" if source else shown) from None
     if "sha" not in found:
         names = ", ".join(sorted(r.decode("utf-8", "replace") for r in result.refs))
         raise UsageError(f"{shown} has no ref {ref!r}",

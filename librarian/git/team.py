@@ -18,8 +18,8 @@ from pathlib import Path
 from dulwich.objects import ZERO_SHA, Commit, ObjectID
 from dulwich.refs import Ref
 
-from librarian.errors import ConflictError, LibrarianError, UsageError
-from librarian.git.remote import _protocol_error, _reason, hostile_host, strip_credentials
+from librarian.errors import ConflictError, UsageError
+from librarian.git.remote import _reason, hostile_host, strip_credentials, transport_errors
 from librarian.git.repo import GitStore, ObjectId
 
 
@@ -88,29 +88,16 @@ def _client(url: str) -> tuple[object, str]:
 
 @contextlib.contextmanager
 def _transport_errors(upstream: Upstream, verb: str) -> Iterator[None]:
-    """Every dulwich/transport failure as a LibrarianError, with credentials stripped."""
-    from dulwich.client import HTTPUnauthorized
-    from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+    """Every dulwich/transport failure as a LibrarianError, with credentials stripped
+    (``remote.transport_errors``); a server that hangs up may be tried again."""
+    from dulwich.errors import HangupException
 
-    url, shown = upstream.url, upstream.shown
-    try:
-        yield
-    except LibrarianError:
-        raise
-    except (NotGitRepository, HTTPUnauthorized) as exc:
-        raise UsageError(f"cannot {verb} {shown}: {_reason(exc, url)}",
-                         hint="check the URL (and that the repository exists)") from None
-    except HangupException as exc:
-        raise HungUp(f"cannot {verb} {shown}: the server hung up "
-                            f"({_reason(exc, url)})", hint="try again") from None
-    except GitProtocolError as exc:
-        raise _protocol_error(shown, exc, url) from None
-    except OSError as exc:
-        raise ConflictError(f"cannot reach {shown}: {_reason(exc, url)}",
-                            hint="check that the server is up and try again") from None
-    except (ValueError, KeyError, TypeError, AssertionError) as exc:
-        raise UsageError(f"cannot {verb} {shown}: {_reason(exc, url)}",
-                         hint="a URL is a local path, file://, git://, http(s):// or ssh") from None
+    with transport_errors(upstream.url, upstream.shown, verb):
+        try:
+            yield
+        except HangupException as exc:
+            raise HungUp(f"cannot {verb} {upstream.shown}: the server hung up "
+                         f"({_reason(exc, upstream.url)})", hint="try again") from None
 
 
 def fetch_branch(store: GitStore, upstream: Upstream) -> ObjectId | None:

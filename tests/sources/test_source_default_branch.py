@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 from dulwich.repo import Repo
-from support.helpers import GIT, assert_one_error_line, cli, head
-from support.sources_helpers import Upstream, free_port, git_daemon, http_server
+from support.helpers import assert_one_error_line, cli, head
+from support.sources_helpers import (
+    TRANSPORTS,
+    Upstream,
+    free_port,
+    served_url,
+)
 
 from librarian.formats.config import load_library_config
 
@@ -33,21 +38,10 @@ def served(tmp_path: Path) -> Upstream:
     return up
 
 
-@pytest.fixture(params=["local", "file", "git-daemon", "http"])
+@pytest.fixture(params=TRANSPORTS)
 def url(request: pytest.FixtureRequest, served: Upstream) -> Iterator[str]:
-    kind = request.param
-    if kind == "local":
-        yield served.url
-    elif kind == "file":
-        yield "file://" + served.url
-    elif kind == "git-daemon":
-        if GIT is None:
-            pytest.skip("the git binary is not installed")
-        with git_daemon(served.path.parent) as base:
-            yield f"{base}/team.git"
-    else:
-        with http_server({"/team.git": served.path}) as base:
-            yield f"{base}/team.git"
+    with served_url(request.param, served) as found:
+        yield found
 
 
 def _ref(library: Path, name: str = "team") -> str:

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 from support.helpers import GIT, cli, head, tree_snapshot
-from support.sources_helpers import Upstream, edit_source, free_port, git_daemon, http_server
+from support.sources_helpers import (
+    TRANSPORTS,
+    Upstream,
+    edit_source,
+    free_port,
+    git_daemon,
+    http_server,
+    served_url,
+)
 
 from librarian.agents.claude_manifests import GENERATED
 from librarian.formats.config import load_lock
@@ -25,21 +33,10 @@ def served(tmp_path: Path) -> Upstream:
     return up
 
 
-@pytest.fixture(params=["local", "file", "git-daemon", "http"])
+@pytest.fixture(params=TRANSPORTS)
 def url(request: pytest.FixtureRequest, served: Upstream) -> Iterator[str]:
-    kind = request.param
-    if kind == "local":
-        yield served.url
-    elif kind == "file":
-        yield "file://" + served.url
-    elif kind == "git-daemon":
-        if GIT is None:
-            pytest.skip("the git binary is not installed")
-        with git_daemon(served.path.parent) as base:
-            yield f"{base}/team.git"
-    else:
-        with http_server({"/team.git": served.path}) as base:
-            yield f"{base}/team.git"
+    with served_url(request.param, served) as found:
+        yield found
 
 
 def test_install_then_incremental_update_over_each_transport(

@@ -200,3 +200,27 @@ def http_server(repos: dict[str, Path]) -> Iterator[str]:
         server.server_close()
         for repo in opened.values():
             repo.close()
+
+
+#: The transports a source URL can use, for tests parametrized over each.
+TRANSPORTS = ("local", "file", "git-daemon", "http")
+
+
+@contextlib.contextmanager
+def served_url(kind: str, upstream: Upstream) -> Iterator[str]:
+    """The URL of ``upstream`` (at ``…/team.git``) over the transport ``kind`` (one of
+    ``TRANSPORTS``): its path, ``file://``, a real ``git daemon`` or git's smart HTTP."""
+    if kind == "local":
+        yield upstream.url
+    elif kind == "file":
+        yield "file://" + upstream.url
+    elif kind == "git-daemon":
+        if shutil.which("git") is None:
+            import pytest
+
+            pytest.skip("the git binary is not installed")
+        with git_daemon(upstream.path.parent) as base:
+            yield f"{base}/{upstream.path.name}"
+    else:
+        with http_server({f"/{upstream.path.name}": upstream.path}) as base:
+            yield f"{base}/{upstream.path.name}"
